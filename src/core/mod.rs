@@ -1,0 +1,18 @@
+//! The pure-Rust core: everything that defines a signature, with no PostgreSQL in it.
+//!
+//! The pipeline is `normalize` -> `shingle` -> `hash` -> `signature` -> `bands`; `jaccard`
+//! is the exact measure the signatures estimate, and `params` holds the argument ranges and the
+//! LSH probability maths. The SQL layer (`crate::sql`) only converts, validates and reports.
+
+pub mod bands;
+pub mod hash;
+pub mod jaccard;
+pub mod normalize;
+pub mod params;
+pub mod shingle;
+pub mod signature;
+
+#[cfg(test)]
+mod accuracy_tests;
+#[cfg(test)]
+mod properties;

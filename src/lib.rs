@@ -1,0 +1,21 @@
+//! pg_minhash: near-duplicate text detection in PostgreSQL with MinHash signatures and LSH
+//! banding.
+//!
+//! `core` is plain Rust and defines the signature format; `sql` is the thin pgrx layer that
+//! converts arguments, validates them and raises PostgreSQL errors.
+
+::pgrx::pg_module_magic!(name, version);
+
+pub mod core;
+mod sql;
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

@@ -1,0 +1,177 @@
+//! The SQL surface: `#[pg_extern]` wrappers that convert, validate and report. Every function
+//! here is IMMUTABLE and PARALLEL SAFE; all but `lsh_bands` are STRICT (its `r` defaults to
+//! NULL, which has a meaning of its own).
+
+mod error;
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+use std::cell::RefCell;
+
+use pgrx::array::RawArray;
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+
+use crate::core::bands::band_keys;
+use crate::core::hash::FORMAT_VERSION;
+use crate::core::jaccard::ShingleSet;
+use crate::core::normalize::normalize;
+use crate::core::params::{self, check_k, Banding, Shingling};
+use crate::core::shingle::distinct_shingles;
+use crate::core::signature::{estimate_similarity, Signer};
+use error::{raise, OrRaise};
+
+thread_local! {
+    /// One set of signature buffers per backend: signing a table reuses them row after row
+    /// instead of allocating per call.
+    static SIGNER: RefCell<Signer> = RefCell::new(Signer::default());
+}
+
+fn interrupts() {
+    pgrx::check_for_interrupts!();
+}
+
+/// The k-slot MinHash signature of `doc`'s shingle set; slot values are unsigned 32-bit
+/// numbers stored in int4 by bit pattern.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn minhash(
+    doc: &str,
+    k: default!(i32, 128),
+    ngram: default!(i32, 5),
+    unit: default!(&str, "'char'"),
+) -> Vec<i32> {
+    let k = check_k(k).or_raise();
+    let shingling = Shingling::new(ngram, unit).or_raise();
+    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
+    signature.into_iter().map(|v| v as i32).collect()
+}
+
+/// A signature argument as unsigned slot values: one-dimensional, no NULLs, not empty.
+fn signature_arg(array: Array<'_, i32>, name: &str) -> Vec<u32> {
+    // SAFETY: `array` came from PostgreSQL as an int4[] datum.
+    let mut raw = unsafe { RawArray::from_array(array) }.expect("a non-NULL array datum");
+    let ndims = raw.dims().len();
+    if ndims > 1 {
+        raise(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!("{name} must be a one-dimensional array, not {ndims}-dimensional"),
+            None,
+        );
+    }
+    // SAFETY: the array header was validated by PostgreSQL.
+    if unsafe { raw.any_nulls() } {
+        raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            format!("{name} must not contain NULL elements"),
+            None,
+        );
+    }
+    if raw.len() == 0 {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{name} must not be empty"),
+            None,
+        );
+    }
+    // SAFETY: int4 elements without NULLs are a packed i32 slice of `len` elements.
+    let slots = unsafe { raw.data::<i32>().as_ref() };
+    slots.iter().map(|&v| v as u32).collect()
+}
+
+/// The b band keys of a signature. With `r` NULL, bands are len/b slots long and b must divide
+/// the length; with `r` given, the first b*r slots are used.
+#[pg_extern(immutable, parallel_safe)]
+fn lsh_bands(
+    signature: Option<Array<'_, i32>>,
+    b: Option<i32>,
+    r: default!(Option<i32>, "NULL"),
+) -> Option<Vec<i64>> {
+    let signature = signature_arg(signature?, "signature");
+    let banding = Banding::new(signature.len(), b?, r).or_raise();
+    Some(
+        band_keys(&signature, banding)
+            .into_iter()
+            .map(|k| k as i64)
+            .collect(),
+    )
+}
+
+/// Exact Jaccard similarity of the two documents' shingle sets.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn jaccard(a: &str, b: &str, ngram: default!(i32, 5), unit: default!(&str, "'char'")) -> f64 {
+    let shingling = Shingling::new(ngram, unit).or_raise();
+    let a = ShingleSet::new(a, shingling, &mut interrupts);
+    let b = ShingleSet::new(b, shingling, &mut interrupts);
+    a.jaccard(&b)
+}
+
+/// Fraction of equal slots of two signatures: their estimate of the Jaccard similarity.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn minhash_similarity(a: Array<'_, i32>, b: Array<'_, i32>) -> f64 {
+    let a = signature_arg(a, "a");
+    let b = signature_arg(b, "b");
+    if a.len() != b.len() {
+        raise(
+            PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!(
+                "signatures have different lengths {} and {}",
+                a.len(),
+                b.len()
+            ),
+            Some("compare signatures computed with the same k".into()),
+        );
+    }
+    estimate_similarity(&a, &b)
+}
+
+/// The distinct shingles of `doc`, sorted by code point: exactly what `minhash` hashes.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn shingles(doc: &str, ngram: default!(i32, 5), unit: default!(&str, "'char'")) -> Vec<String> {
+    let shingling = Shingling::new(ngram, unit).or_raise();
+    let norm = normalize(doc);
+    distinct_shingles(&norm, shingling)
+        .into_iter()
+        .map(String::from)
+        .collect()
+}
+
+/// 1 - (1 - s^r)^b: the chance a pair of Jaccard similarity s shares at least one band key.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn lsh_probability(similarity: f64, b: i32, r: i32) -> f64 {
+    params::lsh_probability(similarity, b, r).or_raise()
+}
+
+/// Every (bands, rows_per_band) with bands * rows_per_band <= k that catches a pair at the
+/// threshold with probability >= min_recall, the recommended one first.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn lsh_params(
+    threshold: f64,
+    k: default!(i32, 128),
+    min_recall: default!(f64, 0.99),
+) -> TableIterator<
+    'static,
+    (
+        name!(bands, i32),
+        name!(rows_per_band, i32),
+        name!(recall_at_threshold, f64),
+        name!(false_positive_area, f64),
+        name!(false_negative_area, f64),
+    ),
+> {
+    let choices = params::lsh_params(threshold, k, min_recall).or_raise();
+    TableIterator::new(choices.into_iter().map(|c| {
+        (
+            c.bands as i32,
+            c.rows as i32,
+            c.recall_at_threshold,
+            c.false_positive_area,
+            c.false_negative_area,
+        )
+    }))
+}
+
+/// The signature format version this build computes (see README, "The contract").
+#[pg_extern(immutable, strict, parallel_safe)]
+fn minhash_format_version() -> i32 {
+    FORMAT_VERSION as i32
+}
