@@ -1,0 +1,39 @@
+# Sourced by the other scripts: a throwaway PostgreSQL cluster run by the `postgres` user
+# (PostgreSQL refuses to run as root) in a private directory, reachable only through a Unix
+# socket in that directory. `cluster_start DIR` starts it and sets PGHOST/PGPORT/PGUSER for
+# psql; `cluster_stop` stops it and removes DIR.
+
+PG_MAJOR="${PG_MAJOR:-15}"
+PG_BIN="/usr/lib/postgresql/$PG_MAJOR/bin"
+PG_CONFIG="$PG_BIN/pg_config"
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+as_postgres() { as_root sudo -u postgres "$@"; }
+
+# Builds the extension (release with $1 = --release) and installs it into the system PostgreSQL.
+install_extension() {
+    local sudo_flag=()
+    [ "$(id -u)" -eq 0 ] || sudo_flag=(--sudo)
+    cargo pgrx install "$@" "${sudo_flag[@]}" --pg-config "$PG_CONFIG" >/dev/null
+}
+
+cluster_start() {
+    CLUSTER_DIR="$1"
+    mkdir -p "$CLUSTER_DIR"
+    chmod 755 "$CLUSTER_DIR"
+    as_root chown postgres: "$CLUSTER_DIR"
+    as_postgres "$PG_BIN/initdb" -D "$CLUSTER_DIR/data" -U postgres -A trust -E UTF8 \
+        --locale=C.UTF-8 >/dev/null
+    as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
+        -o "-c listen_addresses='' -k $CLUSTER_DIR -p 5432" start >/dev/null
+    export PGHOST="$CLUSTER_DIR" PGPORT=5432 PGUSER=postgres
+}
+
+cluster_stop() {
+    [ -n "${CLUSTER_DIR:-}" ] || return 0
+    if [ -f "$CLUSTER_DIR/data/postmaster.pid" ]; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null || true
+    fi
+    as_root rm -rf "$CLUSTER_DIR"
+    CLUSTER_DIR=
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the pg_regress suite in tests/pg_regress against a throwaway cluster.
+#   --accept   copy the actual output over expected/ (review the diff before committing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/cluster.sh
+
+accept=false
+[ "${1:-}" = "--accept" ] && accept=true
+
+install_extension
+out=$(mktemp -d /tmp/pg_minhash-regress-out.XXXXXX)
+trap 'cluster_stop; rm -rf "$out"' EXIT
+cluster_start "$(mktemp -d /tmp/pg_minhash-regress.XXXXXX)"
+
+tests=(setup)
+for f in tests/pg_regress/sql/*.sql; do
+    name=$(basename "$f" .sql)
+    [ "$name" = setup ] || tests+=("$name")
+done
+
+status=0
+"$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress" \
+    --inputdir=tests/pg_regress --outputdir="$out" --bindir="$PG_BIN" \
+    --host="$PGHOST" --port="$PGPORT" --user=postgres --dbname=pg_minhash_regress \
+    "${tests[@]}" || status=$?
+
+if $accept; then
+    cp "$out"/results/*.out tests/pg_regress/expected/
+    echo "expected output updated from this run"
+elif [ "$status" -ne 0 ]; then
+    cat "$out/regression.diffs" 2>/dev/null || true
+fi
+exit "$status"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: core unit, property and statistical tests plus the in-database
+# #[pg_test]s (one `cargo pgrx test` run), then the pg_regress suite in tests/pg_regress.
+# PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
+# throwaway directories.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+
+PG_MAJOR="${PG_MAJOR:-15}"
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+work=$(mktemp -d /tmp/pg_minhash-test.XXXXXX)
+as_root chown postgres: "$work"
+trap 'as_root rm -rf "$work"' EXIT
+
+log="$work/cargo-test.log"
+cargo pgrx test "pg$PG_MAJOR" --runas postgres --pgdata "$work/pgtest" 2>&1 | tee "$log"
+bash scripts/regress.sh
+
+unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
+regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
+echo
+echo "pg_minhash: $((unit + regress)) passed, 0 failed ($unit cargo tests, $regress pg_regress files)"
