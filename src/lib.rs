@@ -7,6 +7,7 @@
 ::pgrx::pg_module_magic!(name, version);
 
 pub mod core;
+mod index;
 mod sql;
 
 /// Required by `cargo pgrx test`.

@@ -7,28 +7,12 @@ use super::bands::band_keys;
 use super::jaccard::jaccard;
 use super::params::{candidate_probability, Banding, Shingling};
 use super::signature::{estimate_similarity, Signer};
-
-/// A small deterministic generator (SplitMix64) for test data only.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE5_E9B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use super::testing::Rng;
 
 /// Two documents of unique word tokens with `common` shared words and `union` words in all, so
 /// their word-unigram Jaccard is exactly `common / union`.
 fn set_pair(rng: &mut Rng, common: usize, union: usize) -> (String, String) {
-    let token = |rng: &mut Rng| format!("w{:x}", rng.next());
+    let token = |rng: &mut Rng| format!("w{:x}", rng.next_u64());
     let shared: Vec<String> = (0..common).map(|_| token(rng)).collect();
     let (mut a, mut b) = (shared.clone(), shared);
     for i in 0..union - common {

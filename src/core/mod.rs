@@ -5,12 +5,16 @@
 //! LSH probability maths. The SQL layer (`crate::sql`) only converts, validates and reports.
 
 pub mod bands;
+pub mod components;
 pub mod hash;
 pub mod jaccard;
 pub mod normalize;
 pub mod params;
 pub mod shingle;
 pub mod signature;
+
+#[cfg(any(test, feature = "pg_test"))]
+pub mod testing;
 
 #[cfg(test)]
 mod accuracy_tests;

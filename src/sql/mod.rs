@@ -2,7 +2,7 @@
 //! here is IMMUTABLE and PARALLEL SAFE; all but `lsh_bands` are STRICT (its `r` defaults to
 //! NULL, which has a meaning of its own).
 
-mod error;
+pub(crate) mod error;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -46,9 +46,9 @@ fn minhash(
     signature.into_iter().map(|v| v as i32).collect()
 }
 
-/// A signature argument as unsigned slot values: one-dimensional, no NULLs, not empty.
-fn signature_arg(array: Array<'_, i32>, name: &str) -> Vec<u32> {
-    // SAFETY: `array` came from PostgreSQL as an int4[] datum.
+/// The elements of a one-dimensional array argument without NULLs.
+pub(crate) fn array_arg<T: Copy>(array: Array<'_, T>, name: &str) -> Vec<T> {
+    // SAFETY: `array` came from PostgreSQL as an array datum of element type T.
     let mut raw = unsafe { RawArray::from_array(array) }.expect("a non-NULL array datum");
     let ndims = raw.dims().len();
     if ndims > 1 {
@@ -66,16 +66,21 @@ fn signature_arg(array: Array<'_, i32>, name: &str) -> Vec<u32> {
             None,
         );
     }
-    if raw.len() == 0 {
+    // SAFETY: fixed-size elements without NULLs are a packed slice of `len` elements.
+    unsafe { raw.data::<T>().as_ref() }.to_vec()
+}
+
+/// A signature argument as unsigned slot values: one-dimensional, no NULLs, not empty.
+fn signature_arg(array: Array<'_, i32>, name: &str) -> Vec<u32> {
+    let slots = array_arg(array, name);
+    if slots.is_empty() {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("{name} must not be empty"),
             None,
         );
     }
-    // SAFETY: int4 elements without NULLs are a packed i32 slice of `len` elements.
-    let slots = unsafe { raw.data::<i32>().as_ref() };
-    slots.iter().map(|&v| v as u32).collect()
+    slots.into_iter().map(|v| v as u32).collect()
 }
 
 /// The b band keys of a signature. With `r` NULL, bands are len/b slots long and b must divide

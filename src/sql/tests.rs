@@ -215,15 +215,34 @@ mod tests {
         assert_eq!(one::<i32>("SELECT minhash_format_version()"), Some(1));
     }
 
+    /// Rust functions are IMMUTABLE, PARALLEL SAFE and (but lsh_bands) STRICT; the managed-index
+    /// functions that only read are STABLE, and none of them is SECURITY DEFINER.
     #[pg_test]
-    fn functions_are_immutable_strict_parallel_safe() {
-        let bad = one::<i64>(
-            "SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
+    fn functions_are_marked_for_what_they_are() {
+        let members = "FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
              JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_minhash'
-             WHERE p.pronamespace = e.extnamespace AND (p.provolatile <> 'i' OR p.proparallel <> 's'
-                OR (NOT p.proisstrict AND p.proname <> 'lsh_bands'))",
-        );
-        assert_eq!(bad, Some(0));
+             AND p.pronamespace = e.extnamespace";
+        let wrong_c = one::<Vec<String>>(&format!(
+            "SELECT coalesce(array_agg(p.proname::text), '{{}}') {members}
+             WHERE p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'c')
+               AND (p.provolatile <> 'i' OR p.proparallel <> 's'
+                    OR (NOT p.proisstrict AND p.proname <> 'lsh_bands'))"
+        ));
+        assert_eq!(wrong_c, Some(vec![]));
+        let readers = one::<Vec<String>>(&format!(
+            "SELECT array_agg(p.proname::text ORDER BY p.proname) {members}
+             WHERE p.provolatile = 's' AND p.proname NOT LIKE '\\_%'"
+        ));
+        let expected = [
+            "minhash_clusters",
+            "minhash_duplicates",
+            "minhash_index_check",
+            "minhash_index_stats",
+            "minhash_similar",
+        ];
+        assert_eq!(readers, Some(expected.map(String::from).to_vec()));
+        let definers = one::<i64>(&format!("SELECT count(*) {members} WHERE p.prosecdef"));
+        assert_eq!(definers, Some(0));
     }
 
     #[pg_test]

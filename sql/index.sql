@@ -1,0 +1,532 @@
+-- The managed band-key index: a catalog of indexed tables, the band tables and the triggers
+-- that keep them exact, and the functions that query them.
+--
+-- Every function here runs with the caller's rights (SECURITY INVOKER) and builds dynamic SQL
+-- only from regclass output (already quoted) and %I-quoted column names. The one exception is
+-- the per-table sync trigger function that minhash_index_create writes: it is SECURITY DEFINER
+-- and owned by the table owner, so that anyone allowed to write the table can keep its band
+-- table exact without being able to write the band table directly.
+
+CREATE TABLE @extschema@.minhash_indexes (
+    tbl regclass PRIMARY KEY,
+    id_column name NOT NULL,
+    text_column name NOT NULL,
+    band_table regclass NOT NULL UNIQUE,
+    sync_function text NOT NULL,
+    k int NOT NULL,
+    ngram int NOT NULL,
+    unit text NOT NULL,
+    threshold float8 NOT NULL,
+    bands int NOT NULL,
+    rows_per_band int NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per table with a managed pg_minhash index';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
+
+-- Everyone may read the catalog (the triggers of a table read it as whoever writes the table);
+-- only a table's owner may add, change or remove its row.
+ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
+CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
+    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE'))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
+
+-- The catalog row of tbl, or an error naming the table.
+CREATE FUNCTION @extschema@._minhash_index(tbl regclass)
+RETURNS @extschema@.minhash_indexes
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO cfg FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % has no minhash index', tbl
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
+    END IF;
+    RETURN cfg;
+END $$;
+
+-- A threshold argument: NULL means the index's own; otherwise it must lie in (0, 1].
+CREATE FUNCTION @extschema@._minhash_threshold(threshold float8, fallback float8)
+RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF threshold IS NULL THEN
+        RETURN fallback;
+    END IF;
+    IF NOT (threshold > 0 AND threshold <= 1) THEN
+        RAISE EXCEPTION 'threshold must be greater than 0 and at most 1, got %', threshold
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN threshold;
+END $$;
+
+-- The SELECT that yields (id, key) band rows for the rows of `source` (a table or transition
+-- table) with columns id_column and text_column. NULL and empty texts are not indexed: an empty
+-- document has the all-0xFFFFFFFF signature, and a non-empty one has it with probability 2^-32k.
+CREATE FUNCTION @extschema@._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format(
+        'SELECT s.id, pg_catalog.unnest(@extschema@.lsh_bands(s.sig, %s, %s)) AS key
+         FROM (SELECT d.%I::bigint AS id, @extschema@.minhash(d.%I, %s, %s, %L) AS sig
+               FROM %s d WHERE d.%I IS NOT NULL) s
+         WHERE s.sig OPERATOR(pg_catalog.<>) pg_catalog.array_fill(-1, ARRAY[%s])',
+        cfg.bands, cfg.rows_per_band, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram,
+        cfg.unit, source, cfg.text_column, cfg.k)
+$$;
+
+-- Fills the (empty) band table of tbl from its rows in ten set-based chunks of ascending ids,
+-- with a NOTICE after each: rows done, percentage and rate. Returns the rows read.
+CREATE FUNCTION @extschema@._minhash_backfill(tbl regclass)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    total bigint;
+    chunk bigint;
+    done bigint := 0;
+    n bigint;
+    last_id bigint := -9223372036854775808;
+    started timestamptz := clock_timestamp();
+    seconds float8;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %s', tbl) INTO total;
+    chunk := greatest(ceil(total / 10.0), 1);
+    LOOP
+        EXECUTE format(
+            'WITH chunk AS MATERIALIZED (
+                 SELECT * FROM %1$s WHERE %2$I > $1 ORDER BY %2$I LIMIT $2),
+             added AS (INSERT INTO %3$s (id, key) %4$s)
+             SELECT count(*), max(%2$I) FROM chunk',
+            tbl, cfg.id_column, cfg.band_table, @extschema@._minhash_band_rows_sql(cfg, 'chunk'))
+            USING last_id, chunk INTO n, last_id;
+        EXIT WHEN n = 0;
+        done := done + n;
+        seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
+        RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', tbl, done, total,
+            round(100.0 * done / total), round(done / seconds);
+    END LOOP;
+    RETURN done;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_create(
+    tbl regclass,
+    id_column name,
+    text_column name,
+    k int DEFAULT 128,
+    ngram int DEFAULT 5,
+    unit text DEFAULT 'char',
+    threshold float8 DEFAULT 0.8,
+    bands int DEFAULT NULL,
+    rows_per_band int DEFAULT NULL)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    id_type regtype;
+    text_type regtype;
+    id_attnum int2;
+    band_name text;
+    band regclass;
+    sync_name text;
+    sync_fn text;
+    cfg @extschema@.minhash_indexes;
+    grantee text;
+BEGIN
+    IF tbl IS NULL OR id_column IS NULL OR text_column IS NULL OR k IS NULL OR ngram IS NULL
+       OR unit IS NULL OR threshold IS NULL THEN
+        RAISE EXCEPTION 'only bands and rows_per_band may be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, c.relkind, n.nspname, c.relowner INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+    IF rel.relkind <> 'r' THEN
+        RAISE EXCEPTION '% is not an ordinary table', tbl USING ERRCODE = 'wrong_object_type',
+            HINT = 'Views, partitioned and foreign tables cannot have a minhash index.';
+    END IF;
+    IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF EXISTS (SELECT 1 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_create.tbl) THEN
+        RAISE EXCEPTION 'table % already has a minhash index', tbl USING ERRCODE = 'duplicate_object',
+            HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
+    END IF;
+
+    SELECT a.atttypid::regtype, a.attnum INTO id_type, id_attnum FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', id_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF id_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
+        RAISE EXCEPTION 'id column "%" is of type %, not smallint, integer or bigint', id_column, id_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Index a table through an integer key, e.g. an identity column.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+                   AND x.indnkeyatts = 1 AND x.indkey[0] = id_attnum AND x.indpred IS NULL) THEN
+        RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
+            USING ERRCODE = 'invalid_column_reference',
+                  HINT = 'Add a primary key or unique constraint on that column alone.';
+    END IF;
+    SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', text_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF text_type NOT IN ('text'::regtype, 'character varying'::regtype) THEN
+        RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+
+    -- Argument checks with the core's own messages.
+    PERFORM @extschema@.minhash('', k, ngram, unit);
+    threshold := @extschema@._minhash_threshold(threshold, NULL);
+    IF bands IS NULL THEN
+        IF rows_per_band IS NOT NULL THEN
+            RAISE EXCEPTION 'rows_per_band needs bands' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT p.bands, p.rows_per_band INTO bands, rows_per_band
+        FROM @extschema@.lsh_params(threshold, k) p LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no banding of % slots reaches 0.99 recall at threshold %', k, threshold
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a larger k.';
+        END IF;
+    ELSIF rows_per_band IS NULL THEN
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands);
+        rows_per_band := k / bands;
+    ELSE
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands, rows_per_band);
+    END IF;
+
+    -- Writers wait until this transaction commits: the backfill sees every row.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    band_name := left(rel.relname, 63 - length('_minhash_bands')) || '_minhash_bands';
+    sync_name := left(rel.relname, 63 - length('_minhash_sync')) || '_minhash_sync';
+    IF to_regclass(format('%I.%I', rel.nspname, band_name)) IS NOT NULL THEN
+        RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
+            USING ERRCODE = 'duplicate_table';
+    END IF;
+    EXECUTE format('CREATE TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL)', rel.nspname, band_name);
+    band := format('%I.%I', rel.nspname, band_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', band,
+                   format('pg_minhash band keys of %s; maintained by triggers', tbl));
+    sync_fn := format('%I.%I()', rel.nspname, sync_name);
+
+    cfg := ROW(tbl, id_column, text_column, band, sync_fn, k, ngram, unit, threshold, bands,
+               rows_per_band, now());
+    INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
+
+    -- The sync function: one per table, so it can run as the table owner (see the top). An
+    -- UPDATE that leaves a row's id and text alone leaves its band rows alone.
+    EXECUTE format($f$
+        CREATE FUNCTION %1$s RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = pg_catalog, pg_temp AS $body$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO %2$s (id, key) %3$s;
+            ELSIF TG_OP = 'DELETE' THEN
+                DELETE FROM %2$s b USING old_rows o WHERE b.id = o.%5$I;
+            ELSIF TG_OP = 'UPDATE' THEN
+                DELETE FROM %2$s b USING old_rows o WHERE b.id = o.%5$I
+                    AND NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.%5$I = o.%5$I
+                                    AND n.%6$I IS NOT DISTINCT FROM o.%6$I);
+                INSERT INTO %2$s (id, key) %4$s;
+            ELSE
+                TRUNCATE %2$s;
+            END IF;
+            RETURN NULL;
+        END $body$ $f$,
+        sync_fn, band,
+        @extschema@._minhash_band_rows_sql(cfg, 'new_rows'),
+        @extschema@._minhash_band_rows_sql(cfg, format(
+            '(SELECT n.* FROM new_rows n WHERE NOT EXISTS (
+                SELECT 1 FROM old_rows o WHERE o.%1$I = n.%1$I
+                AND o.%2$I IS NOT DISTINCT FROM n.%2$I))', id_column, text_column)),
+        id_column, text_column);
+
+    EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
+                    REFERENCING NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+    EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
+                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+    EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
+                    REFERENCING OLD TABLE AS old_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+    EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+
+    PERFORM @extschema@._minhash_backfill(tbl);
+    EXECUTE format('CREATE INDEX ON %s (key)', band);
+    EXECUTE format('CREATE INDEX ON %s (id)', band);
+    EXECUTE format('ANALYZE %s', band);
+
+    -- Whoever may read the table may read its band keys.
+    FOR grantee IN
+        SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END
+        FROM pg_class c
+        CROSS JOIN LATERAL aclexplode(c.relacl) a
+        LEFT JOIN pg_roles r ON r.oid = a.grantee
+        WHERE c.oid = tbl AND a.privilege_type = 'SELECT' AND a.grantee <> rel.relowner
+    LOOP
+        EXECUTE format('GRANT SELECT ON %s TO %s', band, grantee);
+    END LOOP;
+    RETURN band;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    trg text;
+BEGIN
+    FOREACH trg IN ARRAY ARRAY['minhash_sync_insert', 'minhash_sync_update',
+                               'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
+    END LOOP;
+    EXECUTE format('DROP FUNCTION IF EXISTS %s', cfg.sync_function);
+    EXECUTE format('DROP TABLE IF EXISTS %s', cfg.band_table);
+    DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+BEGIN
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    EXECUTE format('TRUNCATE %s', cfg.band_table);
+    RETURN @extschema@._minhash_backfill(tbl);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)
+RETURNS TABLE (missing bigint, orphaned bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'WITH expected AS (%1$s), actual AS (SELECT id, key FROM %2$s)
+         SELECT (SELECT count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
+                (SELECT count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o)',
+        @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_similar(
+    tbl regclass,
+    doc text,
+    threshold float8 DEFAULT NULL,
+    max_results int DEFAULT NULL)
+RETURNS TABLE (id bigint, similarity float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    keys int8[];
+BEGIN
+    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
+    IF max_results < 1 THEN
+        RAISE EXCEPTION 'max_results must be at least 1, got %', max_results
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF doc IS NULL THEN
+        RETURN;
+    END IF;
+    keys := @extschema@.lsh_bands(@extschema@.minhash(doc, cfg.k, cfg.ngram, cfg.unit),
+                                  cfg.bands, cfg.rows_per_band);
+    RETURN QUERY EXECUTE format(
+        'SELECT c.id, s.similarity
+         FROM (SELECT DISTINCT b.id FROM unnest($1) AS q(key) JOIN %1$s b ON b.key = q.key) c
+         JOIN %2$s t ON t.%3$I = c.id
+         CROSS JOIN LATERAL (SELECT @extschema@.jaccard(t.%4$I, $2, $3, $4) AS similarity) s
+         WHERE s.similarity >= $5
+         ORDER BY s.similarity DESC, c.id
+         LIMIT $6',
+        cfg.band_table, tbl, cfg.id_column, cfg.text_column)
+        USING keys, doc, cfg.ngram, cfg.unit, threshold, max_results;
+END $$;
+
+-- Candidate pairs (id_a < id_b) among the band rows of `nodes` (a SELECT of ids, or NULL for
+-- all rows), verified with exact Jaccard against the stored text.
+CREATE FUNCTION @extschema@._minhash_verified_pairs_sql(cfg @extschema@.minhash_indexes, nodes text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format(
+        'SELECT c.id_a, c.id_b, s.similarity
+         FROM (SELECT DISTINCT x.id AS id_a, y.id AS id_b
+               FROM %1$s x JOIN %1$s y ON x.key = y.key AND x.id < y.id
+               %5$s) c
+         JOIN %2$s ta ON ta.%3$I = c.id_a
+         JOIN %2$s tb ON tb.%3$I = c.id_b
+         CROSS JOIN LATERAL (SELECT @extschema@.jaccard(ta.%4$I, tb.%4$I, %6$s, %7$L) AS similarity) s
+         WHERE s.similarity >= $1',
+        cfg.band_table, cfg.tbl, cfg.id_column, cfg.text_column,
+        CASE WHEN nodes IS NULL THEN ''
+             ELSE format('WHERE x.id IN (%1$s) AND y.id IN (%1$s)', nodes) END,
+        cfg.ngram, cfg.unit)
+$$;
+
+CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
+RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+BEGIN
+    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
+    RETURN QUERY EXECUTE @extschema@._minhash_verified_pairs_sql(cfg, NULL) || ' ORDER BY 1, 2'
+        USING threshold;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+BEGIN
+    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
+    -- Rows with identical band keys (identical signatures) are grouped first and each member is
+    -- verified against its group's smallest id: n copies of one text cost n rows, not n^2/2
+    -- pairs. Candidate pairs are then formed only between group representatives (and the rare
+    -- members that failed verification), and the verified edges are joined into components.
+    RETURN QUERY EXECUTE format(
+        'WITH signatures AS (
+             SELECT b.id, array_agg(b.key ORDER BY b.key) AS keys FROM %1$s b GROUP BY b.id),
+         grouped AS (
+             SELECT min(s.id) AS rep, array_agg(s.id) AS members FROM signatures s GROUP BY s.keys),
+         star AS (
+             SELECT g.rep, m.id,
+                    @extschema@.jaccard(tr.%4$I, tm.%4$I, %5$s, %6$L) >= $1 AS verified
+             FROM grouped g
+             CROSS JOIN LATERAL unnest(g.members) AS m(id)
+             JOIN %2$s tr ON tr.%3$I = g.rep
+             JOIN %2$s tm ON tm.%3$I = m.id
+             WHERE m.id <> g.rep),
+         nodes AS (
+             SELECT rep AS id FROM grouped UNION ALL SELECT star.id FROM star WHERE NOT verified),
+         edges AS (
+             SELECT rep AS id_a, star.id AS id_b FROM star WHERE verified
+             UNION ALL
+             SELECT v.id_a, v.id_b FROM (%7$s) v)
+         SELECT c.id, c.cluster_id
+         FROM @extschema@.minhash_components(
+                  (SELECT coalesce(array_agg(e.id_a), ''{}'') FROM edges e),
+                  (SELECT coalesce(array_agg(e.id_b), ''{}'') FROM edges e)) c
+         ORDER BY c.cluster_id, c.id',
+        cfg.band_table, tbl, cfg.id_column, cfg.text_column, cfg.ngram, cfg.unit,
+        @extschema@._minhash_verified_pairs_sql(cfg, 'SELECT id FROM nodes'))
+        USING threshold;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
+RETURNS TABLE (rows_indexed bigint, keys bigint, distinct_buckets bigint, largest_bucket bigint,
+               bucket_histogram jsonb)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+BEGIN
+    -- bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
+    RETURN QUERY EXECUTE format(
+        'WITH buckets AS (SELECT key, count(*) AS size FROM %1$s GROUP BY key),
+         classes AS (
+             SELECT CASE WHEN size <= 2 THEN size::text
+                         ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
+                    min(size) AS lo, count(*) AS n
+             FROM (SELECT size, (2 ^ ceil(log(2, size)))::bigint AS p FROM buckets) b
+             GROUP BY 1)
+         SELECT (SELECT count(DISTINCT id) FROM %1$s),
+                (SELECT count(*) FROM %1$s),
+                (SELECT count(*) FROM buckets),
+                (SELECT coalesce(max(size), 0) FROM buckets),
+                (SELECT coalesce(jsonb_object_agg(label, n ORDER BY lo), ''{}'') FROM classes)',
+        cfg.band_table);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_flag_duplicate()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+    flag_column text := TG_ARGV[0];
+    threshold float8;
+    mode text := coalesce(TG_ARGV[2], 'flag');
+    doc text;
+    self_id bigint;
+    match_id bigint;
+    match_similarity float8;
+BEGIN
+    IF TG_WHEN <> 'BEFORE' OR TG_LEVEL <> 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE') THEN
+        RAISE EXCEPTION 'minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW'
+            USING ERRCODE = 'trigger_protocol_violated';
+    END IF;
+    IF mode NOT IN ('flag', 'reject') THEN
+        RAISE EXCEPTION 'minhash_flag_duplicate() mode must be ''flag'' or ''reject'', not ''%''', mode
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    cfg := @extschema@._minhash_index(TG_RELID::regclass);
+    IF mode = 'flag' AND NOT EXISTS (
+        SELECT 1 FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attname = flag_column
+        AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', flag_column, TG_RELID::regclass
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'The first trigger argument names the column that receives the duplicate''s id.';
+    END IF;
+    threshold := @extschema@._minhash_threshold(TG_ARGV[1]::float8, cfg.threshold);
+
+    EXECUTE format('SELECT ($1).%I::text, ($1).%I::bigint', cfg.text_column, cfg.id_column)
+        USING NEW INTO doc, self_id;
+    SELECT s.id, s.similarity INTO match_id, match_similarity
+    FROM @extschema@.minhash_similar(TG_RELID::regclass, doc, threshold) s
+    WHERE s.id IS DISTINCT FROM self_id
+    LIMIT 1;
+
+    IF mode = 'reject' THEN
+        IF match_id IS NOT NULL THEN
+            RAISE EXCEPTION 'row is a near-duplicate of an existing row of %', TG_RELID::regclass
+                USING ERRCODE = 'unique_violation',
+                      DETAIL = format('Row with %s = %s has similarity %s (threshold %s).',
+                                      cfg.id_column, match_id, round(match_similarity::numeric, 4),
+                                      threshold);
+        END IF;
+        RETURN NEW;
+    END IF;
+    RETURN jsonb_populate_record(NEW, jsonb_build_object(flag_column, match_id));
+END $$;

@@ -1,0 +1,130 @@
+//! Recall of the managed index against brute-force truth on a generated corpus.
+
+#[pgrx::pg_schema]
+mod tests {
+    use std::collections::HashSet;
+
+    use pgrx::prelude::*;
+
+    use crate::core::jaccard::ShingleSet;
+    use crate::core::params::Shingling;
+    use crate::core::testing::Rng;
+
+    /// Base documents of random words, each with near-duplicates made by a few word edits, and
+    /// some edits of edits: pairs spread from clearly different to identical.
+    fn corpus() -> Vec<String> {
+        let mut rng = Rng(7);
+        let vocabulary: Vec<String> = (0..3000)
+            .map(|_| {
+                let len = 3 + rng.below(7);
+                (0..len)
+                    .map(|_| char::from(b'a' + rng.below(26) as u8))
+                    .collect()
+            })
+            .collect();
+        let word = |rng: &mut Rng| vocabulary[rng.below(3000) as usize].clone();
+        let mut docs: Vec<Vec<String>> = Vec::new();
+        for _ in 0..500 {
+            let len = 30 + rng.below(40);
+            docs.push((0..len).map(|_| word(&mut rng)).collect());
+        }
+        // variant i goes to index 500 + i: docs[i] is base document i for i < 500, and an
+        // earlier variant after that
+        for i in 0..700 {
+            let mut doc = docs[i].clone();
+            for _ in 0..rng.below(7) {
+                let at = rng.below(doc.len() as u64) as usize;
+                match rng.below(3) {
+                    0 => doc[at] = word(&mut rng),
+                    1 => doc.insert(at, word(&mut rng)),
+                    _ if doc.len() > 5 => {
+                        doc.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            docs.push(doc);
+        }
+        docs.into_iter().map(|d| d.join(" ")).collect()
+    }
+
+    #[pg_test]
+    fn duplicates_recall_against_brute_force() {
+        let docs = corpus();
+        let ids: Vec<i64> = (1..=docs.len() as i64).collect();
+        Spi::run("SET LOCAL client_min_messages = warning").unwrap();
+        Spi::run("CREATE TABLE corpus (id bigint PRIMARY KEY, body text)").unwrap();
+        Spi::run_with_args(
+            "INSERT INTO corpus SELECT * FROM unnest($1::bigint[], $2::text[])",
+            &[ids.clone().into(), docs.clone().into()],
+        )
+        .unwrap();
+        Spi::run("SELECT minhash_index_create('corpus', 'id', 'body')").unwrap();
+
+        let shingling = Shingling::new(5, "char").unwrap();
+        let sets: Vec<ShingleSet> = docs
+            .iter()
+            .map(|d| ShingleSet::new(d, shingling, &mut || {}))
+            .collect();
+        let mut truth = HashSet::new();
+        let mut near_threshold = 0;
+        for a in 0..sets.len() {
+            for b in a + 1..sets.len() {
+                let j = sets[a].jaccard(&sets[b]);
+                if j >= 0.8 {
+                    truth.insert((ids[a], ids[b]));
+                    near_threshold += usize::from(j < 0.9);
+                }
+            }
+        }
+
+        let found: Vec<(i64, i64, f64)> = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT id_a, id_b, similarity FROM minhash_duplicates('corpus')",
+                    None,
+                    &[],
+                )
+                .unwrap()
+                .map(|row| {
+                    (
+                        row.get(1).unwrap().unwrap(),
+                        row.get(2).unwrap().unwrap(),
+                        row.get(3).unwrap().unwrap(),
+                    )
+                })
+                .collect()
+        });
+        // precision: every reported pair is a true pair with its exact similarity
+        for &(a, b, s) in &found {
+            assert!(
+                truth.contains(&(a, b)),
+                "({a}, {b}) reported with {s} but is not a true pair"
+            );
+            let exact = sets[a as usize - 1].jaccard(&sets[b as usize - 1]);
+            assert_eq!(s, exact);
+        }
+        let recall = found.len() as f64 / truth.len() as f64;
+        // lsh_params promises >= 0.99 per pair at the threshold itself and more above it
+        assert!(
+            truth.len() >= 300 && near_threshold >= 50,
+            "{} true pairs, {near_threshold} below 0.9",
+            truth.len()
+        );
+        assert!(
+            recall >= 0.98,
+            "recall {recall}: {} of {} pairs",
+            found.len(),
+            truth.len()
+        );
+
+        // clusters are the connected components of exactly those pairs
+        let clustered =
+            Spi::get_one::<i64>("SELECT count(*) FROM minhash_clusters('corpus')").unwrap();
+        let nodes: HashSet<i64> = found.iter().flat_map(|&(a, b, _)| [a, b]).collect();
+        assert_eq!(clustered, Some(nodes.len() as i64));
+        let check =
+            Spi::get_two::<i64, i64>("SELECT * FROM minhash_index_check('corpus')").unwrap();
+        assert_eq!(check, (Some(0), Some(0)));
+    }
+}

@@ -1,0 +1,77 @@
+-- Flagging duplicate questions on insert with the ready trigger function.
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text;
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN others THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' | ' || nullif(detail, ''), '');
+END $$;
+
+CREATE TABLE questions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    body text NOT NULL,
+    duplicate_of bigint REFERENCES questions (id));
+INSERT INTO questions (body) VALUES
+  ('How do I reverse a string in Python?'),
+  ('What is the capital of France?');
+SELECT minhash_index_create('questions', 'id', 'body', threshold => 0.7);
+
+-- Without arguments beyond the column, the index's threshold (0.7) applies.
+CREATE TRIGGER questions_flag BEFORE INSERT OR UPDATE ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
+INSERT INTO questions (body) VALUES
+  ('How do I reverse a string in python?'),
+  ('Who was the first king of Poland?')
+RETURNING id, body, duplicate_of;
+INSERT INTO questions (body) VALUES ('What is the capital city of France?') RETURNING id, duplicate_of;
+
+-- An update is compared with the other rows, never with itself.
+UPDATE questions SET body = 'Who was the first king of Poland??' WHERE id = 4 RETURNING id, duplicate_of;
+UPDATE questions SET body = 'What is the capital of France?!' WHERE id = 5 RETURNING id, duplicate_of;
+
+-- A stricter threshold as the second argument.
+DROP TRIGGER questions_flag ON questions;
+CREATE TRIGGER questions_flag BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '0.95');
+INSERT INTO questions (body) VALUES ('How do I reverse a string in Python!') RETURNING id, duplicate_of;
+INSERT INTO questions (body) VALUES ('How do I reverse a string in Python?') RETURNING id, duplicate_of;
+
+-- 'reject' mode refuses near-duplicates with SQLSTATE 23505 and names the existing row.
+DROP TRIGGER questions_flag ON questions;
+CREATE TRIGGER questions_reject BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate(NULL, '0.8', 'reject');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('What is the capital of France ?')$$);
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('An entirely new question')$$);
+SELECT id, body, duplicate_of FROM questions ORDER BY id;
+SELECT * FROM minhash_index_check('questions');
+
+-- Misuse gets clear errors.
+DROP TRIGGER questions_reject ON questions;
+CREATE TRIGGER bad_mode BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '0.8', 'warn');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
+DROP TRIGGER bad_mode ON questions;
+CREATE TRIGGER bad_column BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('no_such_column');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
+DROP TRIGGER bad_column ON questions;
+CREATE TRIGGER bad_threshold BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '1.5');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
+DROP TRIGGER bad_threshold ON questions;
+CREATE TRIGGER after_trigger AFTER INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
+DROP TRIGGER after_trigger ON questions;
+
+CREATE TABLE unindexed (id int PRIMARY KEY, body text, duplicate_of int);
+CREATE TRIGGER flag BEFORE INSERT ON unindexed
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
+SELECT pg_temp.try($$INSERT INTO unindexed VALUES (1, 'x')$$);
+
+DROP TABLE unindexed;
+SELECT minhash_index_drop('questions');
+DROP TABLE questions;

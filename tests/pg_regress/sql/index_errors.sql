@@ -1,0 +1,64 @@
+-- Bad arguments to the managed-index functions: SQLSTATE and message of each.
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN others THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+CREATE TABLE docs (id int PRIMARY KEY, body text, label text, n int, shared int);
+CREATE TABLE text_keys (id text PRIMARY KEY, body text);
+CREATE TABLE no_key (id int, body text);
+CREATE VIEW docs_view AS SELECT * FROM docs;
+
+SELECT pg_temp.try(q) FROM unnest(ARRAY[
+  $$SELECT minhash_index_create('no_such_table', 'id', 'body')$$,
+  $$SELECT minhash_index_create('docs', 'nope', 'body')$$,
+  $$SELECT minhash_index_create('docs', 'id', 'nope')$$,
+  $$SELECT minhash_index_create('text_keys', 'id', 'body')$$,
+  $$SELECT minhash_index_create('no_key', 'id', 'body')$$,
+  $$SELECT minhash_index_create('docs', 'shared', 'body')$$,
+  $$SELECT minhash_index_create('docs', 'id', 'n')$$,
+  $$SELECT minhash_index_create('docs_view', 'id', 'body')$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', threshold => 0)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', threshold => 1.5)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', k => 0)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', ngram => 100)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', unit => 'line')$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', bands => 20)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', bands => 20, rows_per_band => 7)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', rows_per_band => 4)$$,
+  $$SELECT minhash_index_create('docs', 'id', 'body', k => 1, threshold => 0.5)$$,
+  $$SELECT minhash_index_create('docs', NULL, 'body')$$,
+  $$SELECT minhash_index_drop('docs')$$,
+  $$SELECT minhash_index_rebuild('docs')$$,
+  $$SELECT * FROM minhash_index_check('docs')$$,
+  $$SELECT * FROM minhash_similar('docs', 'x')$$,
+  $$SELECT * FROM minhash_duplicates('docs')$$,
+  $$SELECT * FROM minhash_clusters('docs')$$,
+  $$SELECT * FROM minhash_index_stats('docs')$$,
+  $$SELECT * FROM minhash_similar(NULL, 'x')$$
+]) q;
+
+-- With an index: a second one, and bad query arguments.
+SELECT minhash_index_create('docs', 'id', 'body', bands => 32);
+SELECT pg_temp.try(q) FROM unnest(ARRAY[
+  $$SELECT minhash_index_create('docs', 'id', 'body')$$,
+  $$SELECT * FROM minhash_similar('docs', 'x', threshold => 0)$$,
+  $$SELECT * FROM minhash_similar('docs', 'x', threshold => 2)$$,
+  $$SELECT * FROM minhash_similar('docs', 'x', max_results => 0)$$,
+  $$SELECT * FROM minhash_duplicates('docs', -1)$$,
+  $$SELECT * FROM minhash_clusters('docs', 'NaN')$$,
+  $$SELECT * FROM minhash_components('{1,2}', '{1}')$$,
+  $$SELECT * FROM minhash_components('{1,NULL}', '{1,2}')$$
+]) q;
+SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'docs'::regclass;
+-- The band table's name is taken: a clear error, nothing created.
+SELECT minhash_index_drop('docs');
+CREATE TABLE docs_minhash_bands (x int);
+SELECT pg_temp.try($$SELECT minhash_index_create('docs', 'id', 'body')$$);
+SELECT count(*) FROM minhash_indexes;
+DROP TABLE docs_minhash_bands, docs CASCADE;
+DROP TABLE text_keys, no_key;

@@ -1,0 +1,86 @@
+-- The managed index: create it, ask the three questions users ask, look at its health.
+SET client_min_messages = warning;  -- backfill progress NOTICEs carry timings
+
+CREATE TABLE articles (id int PRIMARY KEY, title text NOT NULL, body text);
+INSERT INTO articles VALUES
+  (1,  'Python strings', 'How do I reverse a string in Python? I tried slicing but got confused.'),
+  (2,  'Reverse a string', 'How do I reverse a string in Python? I tried slicing, but got confused.'),
+  (3,  'Python lists', 'How do I reverse a list in Python? The reverse method returns None.'),
+  (4,  'Capitals', 'What is the capital of France? Paris, I think, but I am not sure.'),
+  (5,  'Capitals again', 'What is the capital of France? Paris I think but I am not sure!'),
+  (6,  'Capital of france', 'what is the capital of france? paris, i think, but i am not sure.'),
+  (7,  'Kings', 'Who was the first king of Poland? Was it Mieszko or Boleslaw?'),
+  (8,  'Sky', 'Why is the sky blue? Something about scattering of sunlight.'),
+  (9,  'Empty', ''),
+  (10, 'Nothing', NULL),
+  (11, 'Spaces', E' \t ');
+
+-- One call: band table, btree index, backfill, triggers, catalog row. With bands NULL it
+-- takes the first recommendation of lsh_params(threshold, k).
+SELECT minhash_index_create('articles', 'id', 'body', threshold => 0.8);
+SELECT tbl, id_column, text_column, band_table, k, ngram, unit, threshold, bands, rows_per_band
+FROM minhash_indexes;
+\d articles_minhash_bands
+
+-- NULL and empty texts carry no content and are not indexed.
+SELECT count(DISTINCT id) AS rows_indexed, count(*) AS band_rows FROM articles_minhash_bands;
+SELECT * FROM minhash_index_check('articles');
+
+-- "What is similar to this text?" (exact Jaccard, most similar first)
+SELECT * FROM minhash_similar('articles', 'How do I reverse a string in Python? I tried slicing but got confused!');
+SELECT * FROM minhash_similar('articles', 'What is the capital of France? Paris, I think.', threshold => 0.5);
+SELECT * FROM minhash_similar('articles', 'What is the capital of France? Paris, I think.', 0.5, max_results => 1);
+SELECT * FROM minhash_similar('articles', 'Nothing like any of them');
+SELECT * FROM minhash_similar('articles', NULL);
+
+-- "Which rows are near-duplicates?" (id_a < id_b, each pair once)
+SELECT * FROM minhash_duplicates('articles');
+SELECT count(*) AS pairs_at_0_5 FROM minhash_duplicates('articles', 0.5);
+
+-- "Which rows should I keep?": clusters, named after their smallest id.
+SELECT * FROM minhash_clusters('articles');
+
+-- Deduplicating keeps one row per cluster.
+BEGIN;
+DELETE FROM articles WHERE id IN (SELECT id FROM minhash_clusters('articles') WHERE id <> cluster_id);
+SELECT id, title FROM articles ORDER BY id;
+SELECT * FROM minhash_index_check('articles');
+ROLLBACK;
+
+-- Health: rows, keys, buckets, the largest bucket and bucket sizes in power-of-two classes.
+SELECT * FROM minhash_index_stats('articles');
+
+-- The lookup minhash_similar runs: one btree index probe per band key of the text.
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF)
+SELECT DISTINCT b.id
+FROM unnest(lsh_bands(minhash('some text'), 16, 6)) AS q(key)
+JOIN articles_minhash_bands b ON b.key = q.key;
+RESET enable_seqscan;
+
+-- 10,000 copies of one text form one cluster; they are grouped by signature first, so this
+-- costs 10,000 verifications rather than 50 million.
+CREATE TABLE copies (id bigint PRIMARY KEY, body text);
+INSERT INTO copies SELECT g, 'The same boilerplate disclaimer, over and over again.' FROM generate_series(1, 10000) g;
+INSERT INTO copies VALUES (10001, 'The same boilerplate disclaimer, over and over again!!');
+SELECT minhash_index_create('copies', 'id', 'body');
+SELECT count(*) AS rows, count(DISTINCT cluster_id) AS clusters, min(cluster_id)
+FROM minhash_clusters('copies');
+SELECT minhash_index_drop('copies');
+DROP TABLE copies;
+
+-- Rebuilding from scratch gives the same band rows.
+CREATE TEMP TABLE before AS SELECT id, key FROM articles_minhash_bands;
+SELECT minhash_index_rebuild('articles') AS rows_read;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM before EXCEPT ALL SELECT id, key FROM articles_minhash_bands)
+  UNION ALL
+  (SELECT id, key FROM articles_minhash_bands EXCEPT ALL SELECT * FROM before)) d;
+
+-- Dropping removes the band table, its triggers, its sync function and the catalog row.
+SELECT minhash_index_drop('articles');
+SELECT count(*) FROM minhash_indexes;
+SELECT to_regclass('articles_minhash_bands') IS NULL AS band_table_gone,
+       (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'articles'::regclass) AS triggers,
+       to_regprocedure('articles_minhash_sync()') IS NULL AS function_gone;
+DROP TABLE articles;

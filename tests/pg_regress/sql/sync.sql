@@ -1,0 +1,71 @@
+-- The band table stays exact under every write, in the same transaction.
+SET client_min_messages = warning;
+-- (a deferrable key lets one UPDATE swap two ids)
+CREATE TABLE notes (id bigint PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, body text, tag text);
+INSERT INTO notes VALUES (1, 'first note about databases'), (2, 'second note about rust');
+SELECT minhash_index_create('notes', 'id', 'body');
+CREATE VIEW health AS SELECT * FROM minhash_index_check('notes');
+CREATE VIEW indexed AS SELECT array_agg(DISTINCT id ORDER BY id) AS ids FROM notes_minhash_bands;
+
+-- INSERT, single and multi-row; NULL and empty texts are not indexed
+INSERT INTO notes VALUES (3, 'third note about postgres');
+INSERT INTO notes VALUES (4, 'fourth'), (5, NULL), (6, '   '), (7, 'seventh note');
+SELECT * FROM health, indexed;
+
+-- UPDATE of the text, of the id, of both at once (a swap), to and from NULL
+UPDATE notes SET body = 'third note, rewritten' WHERE id = 3;
+UPDATE notes SET id = 30 WHERE id = 3;
+UPDATE notes SET id = 3 - id WHERE id IN (1, 2);
+UPDATE notes SET body = 'fifth note appears' WHERE id = 5;
+UPDATE notes SET body = NULL WHERE id = 4;
+SELECT * FROM health, indexed;
+
+-- An UPDATE of another column leaves the band rows untouched.
+CREATE TEMP TABLE before AS SELECT ctid AS tid, id, key FROM notes_minhash_bands;
+UPDATE notes SET tag = 'x';
+SELECT count(*) AS rewritten_band_rows FROM (
+  SELECT ctid, id, key FROM notes_minhash_bands EXCEPT SELECT * FROM before) r;
+
+-- DELETE
+DELETE FROM notes WHERE id IN (7, 30);
+SELECT * FROM health, indexed;
+
+-- COPY
+COPY notes (id, body) FROM stdin;
+100	copied note one
+101	copied note two
+102	\N
+\.
+SELECT * FROM health, indexed;
+
+-- A rolled-back transaction, and a rolled-back savepoint, leave no trace.
+BEGIN;
+INSERT INTO notes VALUES (200, 'never committed');
+DELETE FROM notes WHERE id = 100;
+ROLLBACK;
+BEGIN;
+SAVEPOINT s;
+UPDATE notes SET body = 'also never committed' WHERE id = 101;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT * FROM health, indexed;
+SELECT * FROM minhash_similar('notes', 'copied note two');
+
+-- TRUNCATE empties the band table too.
+TRUNCATE notes;
+SELECT * FROM health, (SELECT count(*) AS band_rows FROM notes_minhash_bands) c;
+INSERT INTO notes VALUES (1, 'back again');
+SELECT * FROM health, indexed;
+
+-- minhash_index_check notices damage; minhash_index_rebuild repairs it.
+ALTER TABLE notes DISABLE TRIGGER minhash_sync_insert;
+INSERT INTO notes VALUES (2, 'written while the trigger was off');
+ALTER TABLE notes ENABLE TRIGGER minhash_sync_insert;
+INSERT INTO notes_minhash_bands VALUES (99, 12345);
+SELECT * FROM health;
+SELECT minhash_index_rebuild('notes') AS rows_read;
+SELECT * FROM health, indexed;
+
+DROP VIEW health, indexed;
+SELECT minhash_index_drop('notes');
+DROP TABLE notes;
