@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: installs what is needed, builds and installs pg_minhash into the system PostgreSQL,
 # starts a throwaway cluster, loads the Debian package descriptions (~64,000 real texts) and
-# prints the near-duplicate groups it finds. THRESHOLD=0.7 bash scripts/demo.sh to try another.
+# prints the near-duplicate clusters it finds, a similarity lookup and a flagged insert.
+# THRESHOLD=0.7 bash scripts/demo.sh to try another threshold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

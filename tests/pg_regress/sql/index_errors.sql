@@ -62,3 +62,16 @@ SELECT pg_temp.try($$SELECT minhash_index_create('docs', 'id', 'body')$$);
 SELECT count(*) FROM minhash_indexes;
 DROP TABLE docs_minhash_bands, docs CASCADE;
 DROP TABLE text_keys, no_key;
+
+-- A cancelled backfill leaves nothing behind.
+CREATE TABLE big (id int PRIMARY KEY, body text);
+INSERT INTO big SELECT g, repeat(md5(g::text), 20) FROM generate_series(1, 50000) g;
+\set SHOW_CONTEXT never
+SET statement_timeout = '50ms';
+SELECT minhash_index_create('big', 'id', 'body');
+RESET statement_timeout;
+\set SHOW_CONTEXT errors
+SELECT count(*) AS catalog_rows, to_regclass('big_minhash_bands') AS band_table,
+       (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'big'::regclass) AS triggers
+FROM minhash_indexes;
+DROP TABLE big;

@@ -53,6 +53,7 @@ SELECT pg_temp.try($$SELECT * FROM minhash_similar('owned', 'private text that s
 SELECT pg_temp.try($$SELECT * FROM minhash_duplicates('owned')$$);
 SELECT pg_temp.try($$SELECT * FROM owned_minhash_bands$$);
 -- nor can it index, drop, rebuild or edit the catalog of a table it does not own
+SELECT pg_temp.try($$SELECT minhash_index_create('owned', 'id', 'body')$$);
 SELECT pg_temp.try($$SELECT minhash_index_drop('owned')$$);
 SELECT pg_temp.try($$SELECT minhash_index_rebuild('owned')$$);
 SELECT pg_temp.try($$DELETE FROM minhash_indexes$$);
