@@ -419,10 +419,12 @@ DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
 BEGIN
     threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    -- Rows with identical band keys (identical signatures) are grouped first and each member is
-    -- verified against its group's smallest id: n copies of one text cost n rows, not n^2/2
-    -- pairs. Candidate pairs are then formed only between group representatives (and the rare
-    -- members that failed verification), and the verified edges are joined into components.
+    -- Rows with identical band keys (identical signatures) are grouped first, and each member
+    -- whose shingle set equals its group's smallest id's (Jaccard 1) is joined to it directly:
+    -- such a member has exactly the representative's near-duplicates, so n copies of one text
+    -- cost n verifications, not n^2/2. Every other row is a node of its own; candidate pairs
+    -- are formed and verified between nodes only, and the verified edges are joined into
+    -- connected components.
     RETURN QUERY EXECUTE format(
         'WITH signatures AS (
              SELECT b.id, array_agg(b.key ORDER BY b.key) AS keys FROM %1$s b GROUP BY b.id),
@@ -430,16 +432,16 @@ BEGIN
              SELECT min(s.id) AS rep, array_agg(s.id) AS members FROM signatures s GROUP BY s.keys),
          star AS (
              SELECT g.rep, m.id,
-                    @extschema@.jaccard(tr.%4$I, tm.%4$I, %5$s, %6$L) >= $1 AS verified
+                    @extschema@.jaccard(tr.%4$I, tm.%4$I, %5$s, %6$L) = 1 AS same_set
              FROM grouped g
              CROSS JOIN LATERAL unnest(g.members) AS m(id)
              JOIN %2$s tr ON tr.%3$I = g.rep
              JOIN %2$s tm ON tm.%3$I = m.id
              WHERE m.id <> g.rep),
          nodes AS (
-             SELECT rep AS id FROM grouped UNION ALL SELECT star.id FROM star WHERE NOT verified),
+             SELECT rep AS id FROM grouped UNION ALL SELECT star.id FROM star WHERE NOT same_set),
          edges AS (
-             SELECT rep AS id_a, star.id AS id_b FROM star WHERE verified
+             SELECT rep AS id_a, star.id AS id_b FROM star WHERE same_set
              UNION ALL
              SELECT v.id_a, v.id_b FROM (%7$s) v)
          SELECT c.id, c.cluster_id

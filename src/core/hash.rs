@@ -6,18 +6,17 @@ use super::params::MAX_K;
 /// Signature format version these functions define.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// MurmurHash3 x64_128 seed for shingles ("mnhs").
+/// MurmurHash3 x86_32 seed for shingles ("mnhs").
 pub const SHINGLE_SEED: u32 = 0x6D6E_6873;
 /// MurmurHash3 x64_128 seed for band keys ("lshb").
 pub const BAND_SEED: u32 = 0x6C73_6862;
 /// SplitMix64 starting state for the slot permutations ("pgminhas").
 pub const PERMUTATION_SEED: u64 = 0x7067_6D69_6E68_6173;
 
-/// The 64-bit hash of one shingle: the first half (h1) of MurmurHash3 x64_128 of its UTF-8
-/// bytes.
+/// The 32-bit hash of one shingle: MurmurHash3 x86_32 of its UTF-8 bytes.
 #[inline]
-pub fn shingle_hash(bytes: &[u8]) -> u64 {
-    mur3::murmurhash3_x64_128(bytes, SHINGLE_SEED).0
+pub fn shingle_hash(bytes: &[u8]) -> u32 {
+    mur3::murmurhash3_x86_32(bytes, SHINGLE_SEED)
 }
 
 /// The first half (h1) of MurmurHash3 x64_128 of `bytes` with the band seed.
@@ -34,27 +33,29 @@ const fn splitmix64(state: u64) -> (u64, u64) {
     (state, z ^ (z >> 31))
 }
 
-/// Slot permutation multipliers and offsets: slot `i` maps a shingle hash `x` to
-/// `(A[i] * x + B[i]) mod 2^64 >> 32`. Drawn from one SplitMix64 stream: `A[i]` is draw `2i`
-/// with the low bit set, `B[i]` is draw `2i + 1`.
+/// The slot permutations: slot `i` maps a shingle hash `x` to `(x ^ XOR[i]) * MUL[i] mod 2^32`,
+/// a bijection of the 32-bit values (`MUL[i]` is odd), so each slot orders the shingles by an
+/// independent-looking permutation at the cost of one 32-bit multiply. Drawn from one SplitMix64
+/// stream: `XOR[i]` is the low 32 bits of draw `2i`, `MUL[i]` the low 32 bits of draw `2i + 1`
+/// with the lowest bit set.
 pub struct Permutations {
-    pub a: [u64; MAX_K],
-    pub b: [u64; MAX_K],
+    pub xor: [u32; MAX_K],
+    pub mul: [u32; MAX_K],
 }
 
 const fn permutations() -> Permutations {
     let mut p = Permutations {
-        a: [0; MAX_K],
-        b: [0; MAX_K],
+        xor: [0; MAX_K],
+        mul: [0; MAX_K],
     };
     let mut state = PERMUTATION_SEED;
     let mut i = 0;
     while i < MAX_K {
-        let (s, a) = splitmix64(state);
-        let (s, b) = splitmix64(s);
+        let (s, x) = splitmix64(state);
+        let (s, m) = splitmix64(s);
         state = s;
-        p.a[i] = a | 1;
-        p.b[i] = b;
+        p.xor[i] = x as u32;
+        p.mul[i] = m as u32 | 1;
         i += 1;
     }
     p
@@ -63,10 +64,10 @@ const fn permutations() -> Permutations {
 /// Computed at compile time: no start-up cost and no global state.
 pub static PERMUTATIONS: Permutations = permutations();
 
-/// Slot value of shingle hash `x` under permutation `(a, b)`.
+/// Slot value of shingle hash `x` under the permutation `(xor, mul)`.
 #[inline(always)]
-pub fn permute(a: u64, b: u64, x: u64) -> u64 {
-    a.wrapping_mul(x).wrapping_add(b) >> 32
+pub fn permute(xor: u32, mul: u32, x: u32) -> u32 {
+    (x ^ xor).wrapping_mul(mul)
 }
 
 #[cfg(test)]
@@ -98,16 +99,16 @@ mod tests {
     /// and a hand-written SplitMix64) produced; they must never change.
     #[test]
     fn known_values_are_pinned() {
-        assert_eq!(PERMUTATIONS.a[0] & 1, 1);
+        assert!(PERMUTATIONS.mul.iter().all(|m| m & 1 == 1));
         assert_eq!(splitmix64(0).1, 0xD5A9_A293_8991_EEBA);
         let pinned = [
-            (shingle_hash(b"hello"), 0xE468_172E_D57F_6D76),
-            (PERMUTATIONS.a[0], 0x1A7C_1AD8_2583_EB19),
-            (PERMUTATIONS.b[0], 0x47E4_7CDC_AC55_606F),
-            (PERMUTATIONS.a[MAX_K - 1], 0x47C9_4821_1B67_DE37),
+            (shingle_hash(b"hello"), 0x1403_3EC1),
+            (PERMUTATIONS.xor[0], 0x2583_EB18),
+            (PERMUTATIONS.mul[0], 0xAC55_606F),
+            (PERMUTATIONS.mul[MAX_K - 1], 0x6608_A479),
         ];
         for (got, want) in pinned {
-            assert_eq!(got, want, "{got:#018x}");
+            assert_eq!(got, want, "{got:#010x}");
         }
     }
 }

@@ -10,7 +10,7 @@ use super::shingle::{for_each_shingle, Span};
 /// two different shingles share a hash.
 pub struct ShingleSet {
     norm: String,
-    items: Vec<(u64, Span)>,
+    items: Vec<(u32, Span)>,
 }
 
 impl ShingleSet {
@@ -38,7 +38,7 @@ impl ShingleSet {
         self.items.is_empty()
     }
 
-    fn key(&self, i: usize) -> (u64, &[u8]) {
+    fn key(&self, i: usize) -> (u32, &[u8]) {
         let (h, (s, e)) = self.items[i];
         (h, &self.norm.as_bytes()[s..e])
     }

@@ -47,6 +47,12 @@ proptest! {
     }
 
     #[test]
+    fn ascii_fast_path_matches_the_general_rule(s in "[ -~\t\n\x0B\x0C\r\x1C-\x1F]{0,200}") {
+        let general: Vec<String> = s.split_whitespace().map(str::to_lowercase).collect();
+        prop_assert_eq!(normalize(&s), general.join(" "));
+    }
+
+    #[test]
     fn jaccard_is_symmetric_and_bounded(a in text(), b in text(), sh in shingling()) {
         let ab = jaccard(&a, &b, sh);
         prop_assert_eq!(ab, jaccard(&b, &a, sh));

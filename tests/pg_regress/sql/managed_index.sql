@@ -28,8 +28,9 @@ SELECT * FROM minhash_index_check('articles');
 
 -- "What is similar to this text?" (exact Jaccard, most similar first)
 SELECT * FROM minhash_similar('articles', 'How do I reverse a string in Python? I tried slicing but got confused!');
-SELECT * FROM minhash_similar('articles', 'What is the capital of France? Paris, I think.', threshold => 0.5);
-SELECT * FROM minhash_similar('articles', 'What is the capital of France? Paris, I think.', 0.5, max_results => 1);
+-- A lower threshold of its own (recall below the index's threshold falls: see lsh_probability).
+SELECT * FROM minhash_similar('articles', 'What is the capital of France? Paris, I think, but I am not sure', threshold => 0.6);
+SELECT * FROM minhash_similar('articles', 'What is the capital of France? Paris, I think, but I am not sure', 0.6, max_results => 1);
 SELECT * FROM minhash_similar('articles', 'Nothing like any of them');
 SELECT * FROM minhash_similar('articles', NULL);
 
