@@ -46,6 +46,19 @@ fn signatures(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // verification: exact Jaccard of every document with its successor, sets built once
+    let sets: Vec<ShingleSet> = docs
+        .iter()
+        .map(|d| ShingleSet::new(d, chars, &mut || {}))
+        .collect();
+    let mut pairs = c.benchmark_group(format!("debian/{}-pairs", sets.len() - 1));
+    pairs.throughput(Throughput::Elements(sets.len() as u64 - 1));
+    pairs.sample_size(10);
+    pairs.bench_function("jaccard of prepared sets", |b| {
+        b.iter(|| sets.windows(2).map(|w| w[0].jaccard(&w[1])).sum::<f64>())
+    });
+    pairs.finish();
 }
 
 criterion_group!(benches, signatures);

@@ -14,9 +14,42 @@ pub const BAND_SEED: u32 = 0x6C73_6862;
 pub const PERMUTATION_SEED: u64 = 0x7067_6D69_6E68_6173;
 
 /// The 32-bit hash of one shingle: MurmurHash3 x86_32 of its UTF-8 bytes.
-#[inline]
+#[inline(always)]
 pub fn shingle_hash(bytes: &[u8]) -> u32 {
-    mur3::murmurhash3_x86_32(bytes, SHINGLE_SEED)
+    murmur3_x86_32(bytes, SHINGLE_SEED)
+}
+
+/// MurmurHash3 x86_32, written here rather than called from `mur3` because it runs once per
+/// shingle and must inline into the shingle loop (a call costs more than a 5-byte hash). The
+/// tests check it against the `murmur3` crate on every length.
+#[inline(always)]
+fn murmur3_x86_32(bytes: &[u8], seed: u32) -> u32 {
+    const C1: u32 = 0xCC9E_2D51;
+    const C2: u32 = 0x1B87_3593;
+    let mix = |k: u32| k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
+    let mut h = seed;
+    let mut blocks = bytes.chunks_exact(4);
+    for block in &mut blocks {
+        let k = u32::from_le_bytes(block.try_into().expect("4 bytes"));
+        h = (h ^ mix(k))
+            .rotate_left(13)
+            .wrapping_mul(5)
+            .wrapping_add(0xE654_6B64);
+    }
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
+        let k = tail
+            .iter()
+            .rev()
+            .fold(0u32, |k, &b| (k << 8) | u32::from(b));
+        h ^= mix(k);
+    }
+    h ^= bytes.len() as u32;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
 }
 
 /// The first half (h1) of MurmurHash3 x64_128 of `bytes` with the band seed.

@@ -1,16 +1,21 @@
 //! Exact Jaccard similarity of two documents' shingle sets.
 
-use super::hash::shingle_hash;
+use std::collections::HashMap;
+
+use super::hash::{band_hash, shingle_hash};
 use super::normalize::normalize;
 use super::params::Shingling;
-use super::shingle::{for_each_shingle, Span};
+use super::shingle::for_each_shingle;
 
 /// A document's distinct shingles, ordered by (hash, bytes) so two sets intersect in one merge.
 /// Ordering by hash first makes the sort cheap; comparing bytes keeps the result exact even if
 /// two different shingles share a hash.
 pub struct ShingleSet {
     norm: String,
-    items: Vec<(u32, Span)>,
+    /// (hash, start, end) of each distinct shingle; offsets fit u32 as PostgreSQL text < 1 GB.
+    items: Vec<(u32, u32, u32)>,
+    /// Two different shingles of this document share a hash.
+    repeats_hash: bool,
 }
 
 impl ShingleSet {
@@ -19,15 +24,20 @@ impl ShingleSet {
         let mut items = Vec::new();
         let bytes = norm.as_bytes();
         for_each_shingle(&norm, shingling, |(s, e)| {
-            items.push((shingle_hash(&bytes[s..e]), (s, e)));
+            items.push((shingle_hash(&bytes[s..e]), s as u32, e as u32));
             if items.len() % (1 << 16) == 0 {
                 check_interrupts();
             }
         });
-        let text = |&(s, e): &Span| &bytes[s..e];
-        items.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| text(&x.1).cmp(text(&y.1))));
-        items.dedup_by(|x, y| x.0 == y.0 && text(&x.1) == text(&y.1));
-        ShingleSet { norm, items }
+        let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
+        items.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| text(x).cmp(text(y))));
+        items.dedup_by(|x, y| x.0 == y.0 && text(x) == text(y));
+        let repeats_hash = items.windows(2).any(|w| w[0].0 == w[1].0);
+        ShingleSet {
+            norm,
+            items,
+            repeats_hash,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -39,12 +49,39 @@ impl ShingleSet {
     }
 
     fn key(&self, i: usize) -> (u32, &[u8]) {
-        let (h, (s, e)) = self.items[i];
-        (h, &self.norm.as_bytes()[s..e])
+        let (h, s, e) = self.items[i];
+        (h, &self.norm.as_bytes()[s as usize..e as usize])
     }
 
-    /// Number of shingles in both sets.
+    /// Heap bytes held, for cache accounting.
+    fn heap_bytes(&self) -> usize {
+        self.norm.capacity() + self.items.capacity() * std::mem::size_of::<(u32, u32, u32)>()
+    }
+
+    /// Number of shingles in both sets, exactly: a hash collision never counts two different
+    /// shingles as one. The fast merge advances on hashes without branching; where hashes are
+    /// equal it compares the shingles' bytes, and if they ever differ (a collision, about one
+    /// pair in 40,000 for typical documents) the ordered (hash, bytes) merge decides.
     pub fn intersection(&self, other: &ShingleSet) -> usize {
+        let (a, b) = (&self.items, &other.items);
+        let (mut i, mut j, mut common) = (0, 0, 0);
+        let mut collided = false;
+        while i < a.len() && j < b.len() {
+            let (x, y) = (a[i].0, b[j].0);
+            if x == y {
+                collided |= self.key(i).1 != other.key(j).1;
+            }
+            common += usize::from(x == y);
+            i += usize::from(x <= y);
+            j += usize::from(y <= x);
+        }
+        if collided || self.repeats_hash || other.repeats_hash {
+            return self.intersection_ordered(other);
+        }
+        common
+    }
+
+    fn intersection_ordered(&self, other: &ShingleSet) -> usize {
         let (mut i, mut j, mut common) = (0, 0, 0);
         while i < self.len() && j < other.len() {
             match self.key(i).cmp(&other.key(j)) {
@@ -72,6 +109,73 @@ impl ShingleSet {
     }
 }
 
+/// Shingle sets of recently seen documents, so that verifying many candidate pairs shingles
+/// each document once rather than once per pair. Keyed by a hash of the raw text and the
+/// shingling; a hit is confirmed by comparing the whole text, so results stay exact. Bounded:
+/// when an insertion would pass `capacity` bytes the cache starts over.
+pub struct ShingleCache {
+    entries: HashMap<(u64, Shingling), (Box<str>, ShingleSet)>,
+    bytes: usize,
+    capacity: usize,
+}
+
+impl ShingleCache {
+    pub fn new(capacity: usize) -> ShingleCache {
+        ShingleCache {
+            entries: HashMap::new(),
+            bytes: 0,
+            capacity,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.entries = HashMap::new();
+        self.bytes = 0;
+    }
+
+    /// Exact Jaccard similarity of two documents, through the cache.
+    pub fn jaccard(
+        &mut self,
+        a: &str,
+        b: &str,
+        shingling: Shingling,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> f64 {
+        let ka = (band_hash(a.as_bytes()), shingling);
+        let kb = (band_hash(b.as_bytes()), shingling);
+        for (key, doc) in [(ka, a), (kb, b)] {
+            if !self.entries.contains_key(&key) {
+                let set = ShingleSet::new(doc, shingling, check_interrupts);
+                let size = set.heap_bytes() + doc.len();
+                if self.bytes + size > self.capacity {
+                    self.clear();
+                }
+                self.bytes += size;
+                self.entries.insert(key, (doc.into(), set));
+            }
+        }
+        let cached = |key, doc: &str| {
+            self.entries
+                .get(&key)
+                .filter(|(text, _)| &**text == doc)
+                .map(|(_, set)| set)
+        };
+        match (cached(ka, a), cached(kb, b)) {
+            (Some(x), Some(y)) => x.jaccard(y),
+            // a different text with the same 64-bit hash, or evicted by the other insertion
+            _ => ShingleSet::new(a, shingling, check_interrupts).jaccard(&ShingleSet::new(
+                b,
+                shingling,
+                check_interrupts,
+            )),
+        }
+    }
+}
+
 /// Exact Jaccard similarity of the shingle sets of two documents.
 pub fn jaccard(a: &str, b: &str, shingling: Shingling) -> f64 {
     let mut none = || {};
@@ -81,6 +185,78 @@ pub fn jaccard(a: &str, b: &str, shingling: Shingling) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Different shingles with equal hashes, within and across documents, are never merged.
+    #[test]
+    fn hash_collisions_stay_exact() {
+        let chars = Shingling::new(2, "char").unwrap();
+        let set = |items: &[(u32, &str)]| {
+            let norm: String = items.iter().map(|(_, t)| *t).collect();
+            let mut at = 0;
+            let items = items
+                .iter()
+                .map(|&(h, t)| {
+                    at += t.len();
+                    (h, (at - t.len()) as u32, at as u32)
+                })
+                .collect::<Vec<_>>();
+            let repeats_hash = items.windows(2).any(|w| w[0].0 == w[1].0);
+            ShingleSet {
+                norm,
+                items,
+                repeats_hash,
+            }
+        };
+        // "ab" and "zz" collide on hash 7 across the two sets
+        let a = set(&[(1, "xy"), (7, "ab"), (9, "cd")]);
+        let b = set(&[(1, "xy"), (7, "zz"), (9, "cd")]);
+        assert_eq!(a.intersection(&b), 2);
+        // "ab" and "ba" collide inside one set
+        let c = set(&[(7, "ab"), (7, "ba"), (9, "cd")]);
+        let d = set(&[(7, "ba"), (9, "cd")]);
+        assert_eq!(c.intersection(&d), 2);
+        assert_eq!(d.intersection(&c), 2);
+        assert_eq!(
+            ShingleSet::new("abcd", chars, &mut || {}).jaccard(&ShingleSet::new(
+                "bcde",
+                chars,
+                &mut || {}
+            )),
+            0.5
+        );
+    }
+
+    #[test]
+    fn cache_gives_the_same_values_and_stays_bounded() {
+        let chars = Shingling::new(3, "char").unwrap();
+        let docs = [
+            "the quick brown fox",
+            "the quick brown fix",
+            "",
+            "lazy dog",
+            "THE QUICK brown fox",
+        ];
+        let mut cache = ShingleCache::new(600);
+        for _ in 0..3 {
+            for a in docs {
+                for b in docs {
+                    assert_eq!(cache.jaccard(a, b, chars, &mut || {}), jaccard(a, b, chars));
+                    assert!(cache.bytes <= 600, "{}", cache.bytes);
+                }
+            }
+        }
+        let words = Shingling::new(1, "word").unwrap();
+        assert_eq!(
+            cache.jaccard(docs[0], docs[1], words, &mut || {}),
+            jaccard(docs[0], docs[1], words)
+        );
+        // a capacity below one document still answers, uncached
+        let mut tiny = ShingleCache::new(1);
+        assert_eq!(
+            tiny.jaccard(docs[0], docs[1], chars, &mut || {}),
+            jaccard(docs[0], docs[1], chars)
+        );
+    }
 
     fn words(n: i32) -> Shingling {
         Shingling::new(n, "word").unwrap()

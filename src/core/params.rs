@@ -41,7 +41,7 @@ impl fmt::Display for ParamError {
 impl std::error::Error for ParamError {}
 
 /// What one shingle is a window of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Unit {
     Char,
     Word,
@@ -75,7 +75,7 @@ impl Unit {
 }
 
 /// How a document is cut into shingles: a validated (ngram, unit) pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shingling {
     pub ngram: usize,
     pub unit: Unit,

@@ -3,7 +3,7 @@
 
 use super::hash::{permute, shingle_hash, PERMUTATIONS};
 use super::normalize::normalize_into;
-use super::params::{Shingling, MAX_K};
+use super::params::{Shingling, Unit, MAX_K};
 use super::shingle::for_each_shingle;
 
 /// Signatures are computed in multiples of this many slots (one 512-bit vector of u32).
@@ -40,15 +40,29 @@ impl Signer {
         self.hashes.clear();
         let (norm, hashes, mins) = (&self.norm, &mut self.hashes, &mut self.mins);
         let bytes = norm.as_bytes();
-        for_each_shingle(norm, shingling, |(s, e)| {
-            hashes.push(shingle_hash(&bytes[s..e]));
-            if hashes.len() == BATCH {
-                update_mins(mins, hashes);
+        let n = shingling.ngram;
+        if shingling.unit == Unit::Char && norm.is_ascii() && bytes.len() > n {
+            // The common case as one tight loop: every n-byte window, a batch at a time (the
+            // same windows for_each_shingle yields).
+            let windows = bytes.len() - n + 1;
+            for first in (0..windows).step_by(BATCH) {
+                let last = (first + BATCH).min(windows);
                 hashes.clear();
+                hashes.extend((first..last).map(|i| shingle_hash(&bytes[i..i + n])));
+                update_mins(mins, hashes);
                 check_interrupts();
             }
-        });
-        update_mins(mins, hashes);
+        } else {
+            for_each_shingle(norm, shingling, |(s, e)| {
+                hashes.push(shingle_hash(&bytes[s..e]));
+                if hashes.len() == BATCH {
+                    update_mins(mins, hashes);
+                    hashes.clear();
+                    check_interrupts();
+                }
+            });
+            update_mins(mins, hashes);
+        }
         mins[..k].to_vec()
     }
 }

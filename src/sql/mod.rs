@@ -9,26 +9,99 @@ mod tests;
 use std::cell::RefCell;
 
 use pgrx::array::RawArray;
+use pgrx::callconv::{BoxRet, FcInfo};
+use pgrx::datum::Datum as CallDatum;
+use pgrx::pgrx_sql_entity_graph::metadata::{
+    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
+};
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
 use crate::core::bands::band_keys;
 use crate::core::hash::FORMAT_VERSION;
-use crate::core::jaccard::ShingleSet;
+use crate::core::jaccard::ShingleCache;
 use crate::core::normalize::normalize;
 use crate::core::params::{self, check_k, Banding, Shingling};
 use crate::core::shingle::distinct_shingles;
 use crate::core::signature::{estimate_similarity, Signer};
 use error::{raise, OrRaise};
 
+/// Bytes of shingle sets `jaccard` keeps per backend within one transaction.
+const SHINGLE_CACHE_BYTES: usize = 256 << 20;
+
 thread_local! {
     /// One set of signature buffers per backend: signing a table reuses them row after row
     /// instead of allocating per call.
     static SIGNER: RefCell<Signer> = RefCell::new(Signer::default());
+    /// Shingle sets of the texts `jaccard` saw in this transaction: verifying the candidate
+    /// pairs of a table meets each text many times. Emptied when the transaction ends, so an
+    /// idle backend holds nothing.
+    static SHINGLES: RefCell<ShingleCache> = RefCell::new(ShingleCache::new(SHINGLE_CACHE_BYTES));
+}
+
+fn clear_shingle_cache() {
+    SHINGLES.with(|cache| {
+        if let Ok(mut cache) = cache.try_borrow_mut() {
+            cache.clear();
+        }
+    });
 }
 
 fn interrupts() {
     pgrx::check_for_interrupts!();
+}
+
+/// A signature returned to SQL as int4[]. pgrx builds a `Vec<i32>` result element by element
+/// through guarded FFI calls, which costs as much as hashing a short text; this builds the
+/// array with one `construct_array` call.
+pub(crate) struct SignatureDatum(Vec<u32>);
+
+impl IntoDatum for SignatureDatum {
+    fn into_datum(self) -> Option<pg_sys::Datum> {
+        let mut elements: Vec<pg_sys::Datum> = self
+            .0
+            .into_iter()
+            .map(|v| pg_sys::Datum::from(v as i32))
+            .collect();
+        let length = i32::try_from(elements.len()).expect("k <= 1024");
+        // SAFETY: `elements` holds `length` int4 datums; the array is palloc'd in the current
+        // memory context, which outlives the function call.
+        let array = unsafe {
+            pg_sys::construct_array(
+                elements.as_mut_ptr(),
+                length,
+                pg_sys::INT4OID,
+                4,
+                true,
+                pg_sys::TYPALIGN_INT as std::ffi::c_char,
+            )
+        };
+        Some(pg_sys::Datum::from(array))
+    }
+
+    fn type_oid() -> pg_sys::Oid {
+        pg_sys::INT4ARRAYOID
+    }
+}
+
+// SAFETY: `box_into` returns the datum it made to the function's caller.
+unsafe impl BoxRet for SignatureDatum {
+    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> CallDatum<'fcx> {
+        match self.into_datum() {
+            // SAFETY: a freshly built int4[] datum of this call's memory context.
+            Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
+            None => fcinfo.return_null(),
+        }
+    }
+}
+
+// SAFETY: the SQL type is exactly Vec<i32>'s: int4[].
+unsafe impl SqlTranslatable for SignatureDatum {
+    const TYPE_IDENT: &'static str = <Vec<i32> as SqlTranslatable>::TYPE_IDENT;
+    const TYPE_ORIGIN: TypeOrigin = <Vec<i32> as SqlTranslatable>::TYPE_ORIGIN;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> =
+        <Vec<i32> as SqlTranslatable>::ARGUMENT_SQL;
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = <Vec<i32> as SqlTranslatable>::RETURN_SQL;
 }
 
 /// The k-slot MinHash signature of `doc`'s shingle set; slot values are unsigned 32-bit
@@ -39,11 +112,10 @@ fn minhash(
     k: default!(i32, 128),
     ngram: default!(i32, 5),
     unit: default!(&str, "'char'"),
-) -> Vec<i32> {
+) -> SignatureDatum {
     let k = check_k(k).or_raise();
     let shingling = Shingling::new(ngram, unit).or_raise();
-    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
-    signature.into_iter().map(|v| v as i32).collect()
+    SignatureDatum(SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts)))
 }
 
 /// The elements of a one-dimensional array argument without NULLs.
@@ -105,9 +177,13 @@ fn lsh_bands(
 #[pg_extern(immutable, strict, parallel_safe)]
 fn jaccard(a: &str, b: &str, ngram: default!(i32, 5), unit: default!(&str, "'char'")) -> f64 {
     let shingling = Shingling::new(ngram, unit).or_raise();
-    let a = ShingleSet::new(a, shingling, &mut interrupts);
-    let b = ShingleSet::new(b, shingling, &mut interrupts);
-    a.jaccard(&b)
+    SHINGLES.with_borrow_mut(|cache| {
+        if cache.is_empty() {
+            pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, clear_shingle_cache);
+            pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, clear_shingle_cache);
+        }
+        cache.jaccard(a, b, shingling, &mut interrupts)
+    })
 }
 
 /// Fraction of equal slots of two signatures: their estimate of the Jaccard similarity.
