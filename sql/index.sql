@@ -494,6 +494,7 @@ DECLARE
     self_id bigint;
     match_id bigint;
     match_similarity float8;
+    row_json jsonb;
 BEGIN
     IF TG_WHEN <> 'BEFORE' OR TG_LEVEL <> 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE') THEN
         RAISE EXCEPTION 'minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW'
@@ -513,8 +514,10 @@ BEGIN
     END IF;
     threshold := @extschema@._minhash_threshold(TG_ARGV[1]::float8, cfg.threshold);
 
-    EXECUTE format('SELECT ($1).%I::text, ($1).%I::bigint', cfg.text_column, cfg.id_column)
-        USING NEW INTO doc, self_id;
+    -- to_jsonb needs no query planning, unlike a dynamic EXECUTE per row
+    row_json := to_jsonb(NEW);
+    doc := row_json ->> cfg.text_column;
+    self_id := (row_json ->> cfg.id_column)::bigint;
     SELECT s.id, s.similarity INTO match_id, match_similarity
     FROM @extschema@.minhash_similar(TG_RELID::regclass, doc, threshold) s
     WHERE s.id IS DISTINCT FROM self_id

@@ -1,0 +1,372 @@
+"""The benchmark driver behind benches/run.sh: every figure of the Performance section, each
+next to its peer from the same run, then one summary table with the targets.
+
+Expects PGHOST/PGPORT/PGUSER of a running cluster with pg_minhash installed (run.sh does that).
+"""
+
+import argparse
+import csv
+import hashlib
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+SUMMARY = []  # (figure, ours, peer, target, verdict)
+WHITE_SPACE = re.compile(
+    "[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def record(figure, ours, peer, target, ok):
+    verdict = "n/a" if ok is None else ("met" if ok else "MISSED")
+    SUMMARY.append((figure, ours, peer, target, verdict))
+
+
+def psql(sql, db="bench"):
+    result = subprocess.run(
+        ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+        capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"psql failed: {sql[:200]}\n{result.stderr}")
+    return result.stdout.strip()
+
+
+def timed(sql, db="bench"):
+    started = time.perf_counter()
+    out = psql(sql, db)
+    return time.perf_counter() - started, out
+
+
+# --- the contract's shingles, in Python (for truth and for the peers) ------------------------
+
+def normalize(text):
+    return " ".join(w.lower() for w in WHITE_SPACE.split(text) if w)
+
+
+def shingles(text, n=5):
+    t = normalize(text)
+    if not t:
+        return []
+    if len(t) <= n:
+        return [t]
+    return [t[i:i + n] for i in range(len(t) - n + 1)]
+
+
+# --- 1. the signature kernel against rensa ---------------------------------------------------
+
+def kernel(docs, quick):
+    say("\n== 1. Signature kernel: text in, k=128 signature out (char 5-grams)")
+    from rensa import RMinHash
+    lists = [shingles(d) for d in docs]
+    size = sum(len(d.encode()) for d in docs)
+    args = ["cargo", "bench", "--bench", "signature", "--", "minhash"]
+    if quick:
+        args += ["--measurement-time", "1", "--warm-up-time", "1"]
+    # This host is shared and its speed drifts between runs: interleave rounds of both and keep
+    # each side's best, so neither is measured only in a slow moment.
+    ours = rensa = 0.0
+    for _ in range(1 if quick else 3):
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+        thrpt = re.search(r"thrpt:\s+\[\S+ \S+ (\S+) (\S+)", out)
+        ours = max(ours, float(thrpt.group(1)) * (1024 if thrpt.group(2) == "GiB/s" else 1))
+        started = time.perf_counter()
+        for items in lists:
+            m = RMinHash(num_perm=128, seed=42)
+            m.update(items)
+            m.digest()
+        rensa = max(rensa, size / (time.perf_counter() - started) / 2**20)
+    say(f"pg_minhash core: {ours:.1f} MiB/s (criterion median, best round; shingling included)")
+    say(f"rensa RMinHash:  {rensa:.1f} MiB/s (pre-built shingle lists: hashing only, best round)")
+    say(f"ratio {ours / rensa:.2f}")
+    record("kernel throughput (MiB/s)", f"{ours:.1f}", f"rensa {rensa:.1f}", ">= 50 MB/s and >= 3x rensa",
+           ours * 2**20 >= 50e6 and ours >= 3 * rensa)
+
+
+# --- 2. minhash() against md5() in PostgreSQL -------------------------------------------------
+
+def load(corpus, quick):
+    psql("DROP DATABASE IF EXISTS bench", "postgres")
+    psql("CREATE DATABASE bench", "postgres")
+    psql("CREATE EXTENSION pg_minhash; CREATE EXTENSION pg_trgm;")
+    psql("CREATE TABLE packages (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+         "name text NOT NULL, description text NOT NULL)")
+    source = corpus
+    if quick:
+        source = os.path.join(tempfile.mkdtemp(), "quick.csv")
+        with open(corpus, newline="") as f, open(source, "w", newline="") as g:
+            rows = list(csv.reader(f))[:3000]
+            csv.writer(g).writerows(rows)
+    seconds, _ = timed(f"\\copy packages (name, description) FROM '{source}' WITH (FORMAT csv)")
+    psql("VACUUM ANALYZE packages")
+    return seconds
+
+
+def in_database(quick):
+    say("\n== 2. Inside PostgreSQL: count(minhash(body)) against count(md5(body)), same table")
+    best = {"md5": math.inf, "minhash": math.inf}
+    for _ in range(2 if quick else 5):
+        for fn in ("md5", "minhash"):
+            seconds, _ = timed(f"SELECT count({fn}(description)) FROM packages")
+            best[fn] = min(best[fn], seconds)
+    ratio = best["minhash"] / best["md5"]
+    say(f"minhash(): {best['minhash'] * 1000:.0f} ms   md5(): {best['md5'] * 1000:.0f} ms   "
+        f"ratio {ratio:.2f} (best of interleaved runs)")
+    record("minhash() / md5() time", f"{best['minhash'] * 1000:.0f} ms",
+           f"md5 {best['md5'] * 1000:.0f} ms", "<= 3x", ratio <= 3)
+
+
+# --- 3. end to end on the Debian descriptions ------------------------------------------------
+
+def exact_pairs(docs, threshold, cache_dir):
+    """All pairs with exact char-5-gram Jaccard >= threshold, by prefix filtering: with
+    shingles ordered rarest first, a pair at or above the threshold shares a shingle among the
+    first |A| - ceil(t|A|) + 1 of each document, so only pairs sharing a prefix shingle need
+    their exact overlap. Cached by corpus digest."""
+    digest = hashlib.sha256("\x00".join(docs).encode()).hexdigest()[:16]
+    path = os.path.join(cache_dir, f"truth-{digest}-{threshold}.npz")
+    if os.path.exists(path):
+        cached = np.load(path)
+        return cached["a"], cached["b"], cached["j"], True
+    vocabulary = {}
+    rows = []
+    for text in docs:
+        ids = {vocabulary.setdefault(s, len(vocabulary)) for s in shingles(text)}
+        rows.append(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+    frequency = np.bincount(np.concatenate(rows), minlength=len(vocabulary))
+    rank = np.empty(len(vocabulary), dtype=np.int64)
+    rank[np.lexsort((np.arange(len(vocabulary)), frequency))] = np.arange(len(vocabulary))
+    sizes = np.array([len(r) for r in rows])
+
+    def matrix(parts):
+        indptr = np.concatenate([[0], np.cumsum([len(p) for p in parts])])
+        data = np.ones(indptr[-1], dtype=np.int32)
+        return sp.csr_matrix((data, np.concatenate(parts), indptr), shape=(len(parts), len(vocabulary)))
+
+    prefixes = []
+    for r in rows:
+        keep = len(r) - math.ceil(threshold * len(r)) + 1 if len(r) else 0
+        prefixes.append(r[np.argsort(rank[r])[:keep]])
+    full, prefix = matrix(rows), matrix(prefixes)
+    candidates = sp.triu(prefix @ prefix.T, k=1).tocoo()
+    a, b = candidates.row, candidates.col
+    small, large = np.minimum(sizes[a], sizes[b]), np.maximum(sizes[a], sizes[b])
+    fits = small >= threshold * large
+    a, b = a[fits], b[fits]
+    overlap = np.empty(len(a), dtype=np.int64)
+    for start in range(0, len(a), 200_000):
+        sl = slice(start, start + 200_000)
+        overlap[sl] = np.asarray(full[a[sl]].multiply(full[b[sl]]).sum(axis=1)).ravel()
+    jaccard = overlap / (sizes[a] + sizes[b] - overlap)
+    keep = jaccard >= threshold
+    a, b, jaccard = a[keep], b[keep], jaccard[keep]
+    np.savez(path, a=a, b=b, j=jaccard)
+    return a, b, jaccard, False
+
+
+def end_to_end(docs, load_seconds, quick, cache_dir):
+    say("\n== 3. End to end on the Debian package descriptions at threshold 0.8")
+    t_create, _ = timed("SET client_min_messages = warning; "
+                        "SELECT minhash_index_create('packages', 'id', 'description', threshold => 0.8)")
+    t_clusters, clustered = timed("SELECT count(*) FROM minhash_clusters('packages')")
+    t_duplicates, _ = timed("CREATE TABLE found AS SELECT * FROM minhash_duplicates('packages')")
+    total = load_seconds + t_create + t_clusters + t_duplicates
+    say(f"load {load_seconds:.1f} s + minhash_index_create {t_create:.1f} s + minhash_clusters "
+        f"{t_clusters:.1f} s + minhash_duplicates {t_duplicates:.1f} s = {total:.1f} s "
+        f"({clustered} rows in clusters)")
+
+    started = time.perf_counter()
+    ta, tb, tj, was_cached = exact_pairs(docs, 0.8, cache_dir)
+    say(f"exact truth: {len(ta)} pairs with Jaccard >= 0.8 "
+        f"({'cached' if was_cached else f'computed in {time.perf_counter() - started:.0f} s'})")
+    rows = psql("SELECT id_a, id_b FROM found").splitlines()
+    ours = {(int(x) - 1, int(y) - 1) for x, y in (r.split("|") for r in rows)}
+    truth = dict(zip(zip(ta.tolist(), tb.tolist()), tj.tolist()))
+    hits = sum(1 for p in ours if p in truth)
+    precision = hits / len(ours) if ours else 1.0
+    recall = hits / len(truth) if truth else 1.0
+    say(f"pg_minhash: {len(ours)} pairs reported, recall {recall:.4f}, precision {precision:.4f}")
+    say("  similarity      true pairs   found   recall")
+    for lo, hi in ((0.8, 0.85), (0.85, 0.9), (0.9, 0.95), (0.95, 1.0001)):
+        bucket = [p for p, j in truth.items() if lo <= j < hi]
+        found = sum(1 for p in bucket if p in ours)
+        say(f"  [{lo:.2f}, {min(hi, 1):.2f}{']' if hi > 1 else ')'}   {len(bucket):10d} "
+            f"{found:7d}   {found / len(bucket) if bucket else 1:.4f}")
+    record("end to end, Debian (s)", f"{total:.1f}", "", "<= 15 s", total <= 15)
+    record("recall / precision at 0.8", f"{recall:.4f} / {precision:.4f}", "", ">= 0.99 / 1.0",
+           recall >= 0.99 and precision == 1.0)
+    return truth
+
+
+def datasketch_peer(docs, truth):
+    say("\n== 3b. datasketch at its defaults for 0.8 (MinHash num_perm=128, MinHashLSH)")
+    from datasketch import MinHash, MinHashLSH
+    started = time.perf_counter()
+    lsh = MinHashLSH(threshold=0.8, num_perm=128)
+    sketches = []
+    for i, text in enumerate(docs):
+        m = MinHash(num_perm=128)
+        m.update_batch([s.encode() for s in set(shingles(text))])
+        lsh.insert(i, m)
+        sketches.append(m)
+    pairs = set()
+    for i, m in enumerate(sketches):
+        for j in lsh.query(m):
+            if j != i:
+                pairs.add((min(i, j), max(i, j)))
+    seconds = time.perf_counter() - started
+    hits = sum(1 for p in pairs if p in truth)
+    say(f"datasketch: {seconds:.1f} s, {len(pairs)} candidate pairs (unverified), "
+        f"recall {hits / len(truth):.4f}, precision {hits / len(pairs) if pairs else 1:.4f}")
+    return seconds, hits / len(truth)
+
+
+def pg_trgm_peer(budget):
+    say(f"\n== 3c. pg_trgm: GIN index, similarity >= 0.8, {budget:.0f} s of probes, extrapolated")
+    t_index, _ = timed("CREATE INDEX packages_trgm ON packages USING gin (description gin_trgm_ops)")
+    rows = int(psql("SELECT count(*) FROM packages"))
+    probes, spent = 0, 0.0
+    for pid in range(1, rows + 1, max(rows // 500, 1)):
+        seconds, _ = timed("SET pg_trgm.similarity_threshold = 0.8; "
+                           "SELECT count(*) FROM packages q, packages p "
+                           f"WHERE p.id = {pid} AND q.description % p.description AND q.id <> p.id")
+        probes, spent = probes + 1, spent + seconds
+        if spent > budget:
+            break
+    per_probe = spent / probes
+    say(f"pg_trgm: index {t_index:.1f} s, {per_probe * 1000:.0f} ms per probe row over {probes} "
+        f"probes, about {per_probe * rows / 3600:.1f} h for all {rows} rows")
+    return per_probe * rows
+
+
+# --- 4 and 5. the insert path and scale on generated questions -------------------------------
+
+QUESTIONS_SQL = """
+CREATE FUNCTION bench_word(base bigint, slot int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT (ARRAY['sort','reverse','parse','merge','split','join','format','filter','encode',
+    'decode','cache','index','query','render','deploy','compile','test','debug','profile','log',
+    'string','list','dictionary','array','table','file','column','row','number','date','image',
+    'request','response','socket','thread','process','module','package','function','class',
+    'python','rust','java','go','postgres','linux','docker','excel','bash','react','json',
+    'csv','xml','yaml','regex','unicode','pandas','numpy','spark','kafka','quickly','safely',
+    'lazily','twice','recursively','manually','efficiently','correctly','in place','by value',
+    'by key','by date','with a lambda','without a loop','in parallel','on windows','on mac',
+    'in a test','in production','at scale','from a url','from stdin','into a map','into bytes',
+    'as utf-8','as json','as csv','with nulls','with duplicates','without errors','with a timeout',
+    'after an update','before commit','on startup','on shutdown','per user','per day','per row',
+    'per column'])[1 + abs(hashint8(base * 8 + slot)) % 100]
+$$;
+CREATE FUNCTION bench_question(n bigint) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  -- every tenth question is a near-duplicate of the one before it
+  SELECT format('How do I %s a %s %s in %s %s%s?',
+      bench_word(b, 1), bench_word(b, 2), bench_word(b, 3), bench_word(b, 4), bench_word(b, 5),
+      CASE WHEN n % 10 = 0 THEN ' please' ELSE '' END)
+  FROM (SELECT CASE WHEN n % 10 = 0 THEN n - 1 ELSE n END AS b) s
+$$;
+CREATE TABLE questions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    body text NOT NULL,
+    duplicate_of bigint);
+"""
+
+
+def pgbench(pgbench_bin, script, seconds, log_dir=None):
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(script)
+    args = [pgbench_bin, "-n", "-c", "1", "-T", str(seconds), "-f", f.name, "bench"]
+    if log_dir:
+        args += ["--log", f"--log-prefix={log_dir}/lat"]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=log_dir or None)
+    if out.returncode != 0:
+        raise RuntimeError(out.stdout + out.stderr)
+    return float(re.search(r"tps = ([0-9.]+)", out.stdout).group(1))
+
+
+def scale(rows, pgbench_bin, quick):
+    say(f"\n== 4/5. {rows:,} generated questions (every tenth a near-duplicate): scale and insert path")
+    psql(QUESTIONS_SQL)
+    t_load, _ = timed(f"INSERT INTO questions (body) SELECT bench_question(g) FROM generate_series(1, {rows}) g")
+    psql("VACUUM ANALYZE questions")
+    t_create, _ = timed("SET client_min_messages = warning; "
+                        "SELECT minhash_index_create('questions', 'id', 'body')")
+    per_row = float(psql("SELECT pg_total_relation_size('questions_minhash_bands')::float8 / "
+                         "(SELECT count(*) FROM questions)"))
+    say(f"load {t_load:.1f} s, minhash_index_create {t_create:.1f} s, band table {per_row:.0f} bytes per row "
+        f"(table and indexes)")
+    record(f"minhash_index_create, {rows:,} rows", f"{t_create:.1f} s", "", "<= 60 s", None if quick else t_create <= 60)
+    try:
+        t_clusters, clustered = timed("SET statement_timeout = '300s'; SELECT count(*) FROM minhash_clusters('questions')")
+        say(f"minhash_clusters {t_clusters:.1f} s ({clustered} rows in clusters)")
+        record(f"minhash_clusters, {rows:,} rows", f"{t_clusters:.1f} s", "", "<= 60 s", None if quick else t_clusters <= 60)
+    except RuntimeError:
+        say("minhash_clusters: cancelled after 300 s")
+        record(f"minhash_clusters, {rows:,} rows", "> 300 s (cancelled)", "", "<= 60 s", False)
+    record("band table bytes per row", f"{per_row:.0f}", "", "printed", None)
+
+    psql("CREATE TRIGGER flag BEFORE INSERT ON questions FOR EACH ROW "
+         "EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of')")
+    seconds = 3 if quick else 15
+    insert = pgbench(pgbench_bin, f"\\set n random({rows + 1}, {rows * 2})\n"
+                     "INSERT INTO questions (body) VALUES (bench_question(:n));\n", seconds)
+    say(f"single-session inserts with minhash_flag_duplicate: {insert:.0f} rows/s")
+    record("inserts/s with flag trigger", f"{insert:.0f}", "", ">= 2,000/s", insert >= 2000)
+    log_dir = tempfile.mkdtemp()
+    os.chmod(log_dir, 0o777)
+    pgbench(pgbench_bin, f"\\set n random(1, {rows})\n"
+            "SELECT count(*) FROM minhash_similar('questions', bench_question(:n));\n", seconds, log_dir)
+    latencies = []
+    for name in os.listdir(log_dir):
+        with open(os.path.join(log_dir, name)) as f:
+            latencies += [int(line.split()[2]) / 1000 for line in f if line.strip()]
+    p50, p99 = np.percentile(latencies, 50), np.percentile(latencies, 99)
+    say(f"minhash_similar: p50 {p50:.2f} ms, p99 {p99:.2f} ms over {len(latencies)} queries "
+        "(go-sql-lsh, the one published LSH-in-Postgres figure: 35-47 ms at 10,000 rows)")
+    record("minhash_similar p50 / p99", f"{p50:.2f} / {p99:.2f} ms", "go-sql-lsh 35-47 ms (published)",
+           "<= 1 / 5 ms", p50 <= 1 and p99 <= 5)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--pgbench", required=True)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    cache_dir = os.path.join(os.path.dirname(os.path.abspath(args.corpus)), "..", ".bench")
+    os.makedirs(cache_dir, exist_ok=True)
+
+    with open(args.corpus, newline="") as f:
+        docs = [row[1] for row in csv.reader(f)]
+    if args.quick:
+        docs = docs[:3000]
+    say(f"corpus: {len(docs)} documents, {sum(len(d.encode()) for d in docs) / 2**20:.1f} MiB; "
+        f"{os.cpu_count()} cores; PostgreSQL {psql('SHOW server_version', 'postgres')}")
+
+    kernel(docs, args.quick)
+    load_seconds = load(args.corpus, args.quick)
+    in_database(args.quick)
+    truth = end_to_end(docs, load_seconds, args.quick, cache_dir)
+    if not args.quick:
+        ds_seconds, ds_recall = datasketch_peer(docs, truth)
+        trgm_seconds = pg_trgm_peer(60)
+        record("peers, end to end", "", f"datasketch {ds_seconds:.0f} s (recall {ds_recall:.2f}); "
+               f"pg_trgm ~{trgm_seconds / 3600:.1f} h", "", None)
+    scale(20_000 if args.quick else 1_000_000, args.pgbench, args.quick)
+
+    say("\n== Summary")
+    widths = [max(len(str(row[i])) for row in SUMMARY + [("figure", "ours", "peer", "target", "verdict")])
+              for i in range(5)]
+    for row in [("figure", "ours", "peer", "target", "verdict")] + SUMMARY:
+        say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every benchmark and prints the figures side by side with the peers of the same run:
+# the signature kernel (criterion) against rensa, minhash() against md5() in PostgreSQL, the
+# end-to-end deduplication of the Debian package descriptions against exact truth, datasketch
+# and pg_trgm, and the insert path and scale on a generated corpus of 1,000,000 questions.
+#
+#   bash benches/run.sh            everything (about 20 minutes on 2 cores)
+#   bash benches/run.sh --quick    seconds-long smoke version: small corpora, no peers
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/cluster.sh
+
+as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null 2>&1 || true
+mkdir -p .bench
+if [ ! -x .bench/venv/bin/python ]; then
+    python3 -m venv .bench/venv
+fi
+.bench/venv/bin/pip install -q --disable-pip-version-check rensa datasketch numpy scipy
+
+csv=.demo-data/debian-descriptions.csv
+if [ ! -s "$csv" ]; then
+    mkdir -p .demo-data
+    bash scripts/fetch-debian-descriptions.sh "$csv"
+fi
+
+echo "==> building and installing pg_minhash (release)"
+install_extension --release
+trap cluster_stop EXIT
+cluster_start "$(mktemp -d /tmp/pg_minhash-bench.XXXXXX)"
+# benchmarks want more than the defaults of a throwaway cluster
+psql -X -q -d postgres -c "ALTER SYSTEM SET shared_buffers = '2GB'" \
+    -c "ALTER SYSTEM SET work_mem = '64MB'" -c "ALTER SYSTEM SET maintenance_work_mem = '1GB'" \
+    -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "ALTER SYSTEM SET synchronous_commit = off"
+as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -w restart >/dev/null
+
+.bench/venv/bin/python benches/run.py --corpus "$csv" --pgbench "$PG_BIN/pgbench" "$@"
