@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::hash::{band_hash, shingle_hash};
+use super::hash::shingle_hash;
 use super::normalize::normalize;
 use super::params::Shingling;
 use super::shingle::for_each_shingle;
@@ -145,8 +145,9 @@ impl ShingleCache {
         shingling: Shingling,
         check_interrupts: &mut dyn FnMut(),
     ) -> f64 {
-        let ka = (band_hash(a.as_bytes()), shingling);
-        let kb = (band_hash(b.as_bytes()), shingling);
+        // any good 64-bit hash of the text serves as a key; hits are confirmed byte for byte
+        let text_key = |doc: &str| mur3::murmurhash3_x64_128(doc.as_bytes(), 0).0;
+        let (ka, kb) = ((text_key(a), shingling), (text_key(b), shingling));
         for (key, doc) in [(ka, a), (kb, b)] {
             if !self.entries.contains_key(&key) {
                 let set = ShingleSet::new(doc, shingling, check_interrupts);
