@@ -21,14 +21,23 @@ if [ ! -s "$csv" ]; then
     if ! bash scripts/fetch-debian-descriptions.sh "$csv"; then
         echo "==> FETCH FAILED: falling back to a small generated corpus (not real text)"
         csv="$data/generated.csv"
+        # groups of three: a text of random words, the same with one word changed, and with an
+        # exclamation mark; texts of different groups share little
         awk 'BEGIN {
-            split("fast small simple secure portable modern minimal free", adj, " ")
-            split("library tool server client editor viewer parser daemon", noun, " ")
-            for (i = 0; i < 3000; i++) {
-                a = adj[i % 8 + 1]; n = noun[int(i / 8) % 8 + 1]
-                text = sprintf("A %s %s for task %d. It reads input %d and writes report %d.", a, n, i % 500, i % 97, i % 89)
-                if (i % 10 == 0) text = text " Also " a "."
-                printf "\"gen-%d\",\"%s\"\n", i, text
+            srand(42)
+            n = split("data file disk log user server client cache index query table row column " \
+                      "report error update request reply thread process memory network packet " \
+                      "image audio video font window screen keyboard mouse printer driver kernel " \
+                      "module library package archive backup mirror release source binary", word, " ")
+            for (i = 0; i < 1500; i++) {
+                if (i % 3 == 0) {
+                    base = ""
+                    for (w = 0; w < 14; w++) base = base (w ? " " : "") word[int(rand() * n) + 1]
+                }
+                text = base
+                if (i % 3 == 1) text = word[int(rand() * n) + 1] " " substr(base, index(base, " ") + 1)
+                if (i % 3 == 2) text = base "!"
+                printf "\"gen-%d\",\"%s.\"\n", i, text
             }
         }' > "$csv"
     fi
