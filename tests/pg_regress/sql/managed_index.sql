@@ -41,6 +41,10 @@ SELECT count(*) AS pairs_at_0_5 FROM minhash_duplicates('articles', 0.5);
 -- "Which rows should I keep?": clusters, named after their smallest id.
 SELECT * FROM minhash_clusters('articles');
 
+-- Clusters are connected components, computed by minhash_components over the verified pairs:
+-- a chain, a triangle, a lone pair; a self-loop alone is no cluster.
+SELECT * FROM minhash_components('{5,3,20,21,22,1,7}', '{3,9,21,22,20,2,7}');
+
 -- Deduplicating keeps one row per cluster.
 BEGIN;
 DELETE FROM articles WHERE id IN (SELECT id FROM minhash_clusters('articles') WHERE id <> cluster_id);
