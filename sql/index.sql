@@ -340,24 +340,21 @@ BEGIN
         @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table);
 END $$;
 
-CREATE FUNCTION @extschema@.minhash_similar(
-    tbl regclass,
+-- The rows of cfg's table similar to doc at `threshold` (already validated), most similar
+-- first: minhash_similar and minhash_flag_duplicate share it, so the trigger does not look up
+-- the catalog row and check its threshold a second time for every inserted row.
+CREATE FUNCTION @extschema@._minhash_similar(
+    cfg @extschema@.minhash_indexes,
     doc text,
-    threshold float8 DEFAULT NULL,
-    max_results int DEFAULT NULL)
+    threshold float8,
+    max_results int)
 RETURNS TABLE (id bigint, similarity float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
     keys int8[];
 BEGIN
-    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    IF max_results < 1 THEN
-        RAISE EXCEPTION 'max_results must be at least 1, got %', max_results
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     IF doc IS NULL THEN
         RETURN;
     END IF;
@@ -371,8 +368,28 @@ BEGIN
          WHERE s.similarity >= $5
          ORDER BY s.similarity DESC, c.id
          LIMIT $6',
-        cfg.band_table, tbl, cfg.id_column, cfg.text_column)
+        cfg.band_table, cfg.tbl, cfg.id_column, cfg.text_column)
         USING keys, doc, cfg.ngram, cfg.unit, threshold, max_results;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_similar(
+    tbl regclass,
+    doc text,
+    threshold float8 DEFAULT NULL,
+    max_results int DEFAULT NULL)
+RETURNS TABLE (id bigint, similarity float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+BEGIN
+    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
+    IF max_results < 1 THEN
+        RAISE EXCEPTION 'max_results must be at least 1, got %', max_results
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._minhash_similar(cfg, doc, threshold, max_results);
 END $$;
 
 -- Candidate pairs (id_a < id_b) among the band rows of `nodes` (a SELECT of ids, or NULL for
@@ -519,7 +536,7 @@ BEGIN
     doc := row_json ->> cfg.text_column;
     self_id := (row_json ->> cfg.id_column)::bigint;
     SELECT s.id, s.similarity INTO match_id, match_similarity
-    FROM @extschema@.minhash_similar(TG_RELID::regclass, doc, threshold) s
+    FROM @extschema@._minhash_similar(cfg, doc, threshold, NULL) s
     WHERE s.id IS DISTINCT FROM self_id
     LIMIT 1;
 
