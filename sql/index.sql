@@ -392,26 +392,17 @@ BEGIN
     RETURN QUERY SELECT * FROM @extschema@._minhash_similar(cfg, doc, threshold, max_results);
 END $$;
 
--- Candidate pairs (id_a < id_b) among the band rows of `nodes` (a SELECT of ids, or NULL for
--- all rows), verified with exact Jaccard against the stored text.
-CREATE FUNCTION @extschema@._minhash_verified_pairs_sql(cfg @extschema@.minhash_indexes, nodes text)
+-- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
+-- with a text. They search it in memory (src/core/dedup.rs) rather than joining the band table
+-- with itself: signing the text again costs less than reading `bands` band rows per row, and
+-- gives the same keys.
+CREATE FUNCTION @extschema@._minhash_rows_sql(cfg @extschema@.minhash_indexes)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format(
-        'SELECT c.id_a, c.id_b, s.similarity
-         FROM (SELECT DISTINCT x.id AS id_a, y.id AS id_b
-               FROM %1$s x JOIN %1$s y ON x.key = y.key AND x.id < y.id
-               %5$s) c
-         JOIN %2$s ta ON ta.%3$I = c.id_a
-         JOIN %2$s tb ON tb.%3$I = c.id_b
-         CROSS JOIN LATERAL (SELECT @extschema@.jaccard(ta.%4$I, tb.%4$I, %6$s, %7$L) AS similarity) s
-         WHERE s.similarity >= $1',
-        cfg.band_table, cfg.tbl, cfg.id_column, cfg.text_column,
-        CASE WHEN nodes IS NULL THEN ''
-             ELSE format('WHERE x.id IN (%1$s) AND y.id IN (%1$s)', nodes) END,
-        cfg.ngram, cfg.unit)
+    SELECT format('SELECT d.%1$I::bigint, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
+                  cfg.id_column, cfg.text_column, cfg.tbl)
 $$;
 
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
@@ -423,8 +414,9 @@ DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
 BEGIN
     threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    RETURN QUERY EXECUTE @extschema@._minhash_verified_pairs_sql(cfg, NULL) || ' ORDER BY 1, 2'
-        USING threshold;
+    RETURN QUERY SELECT * FROM @extschema@._minhash_search_pairs(
+        @extschema@._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+        cfg.rows_per_band, threshold);
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL)
@@ -436,39 +428,9 @@ DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
 BEGIN
     threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    -- Rows with identical band keys (identical signatures) are grouped first, and each member
-    -- whose shingle set equals its group's smallest id's (Jaccard 1) is joined to it directly:
-    -- such a member has exactly the representative's near-duplicates, so n copies of one text
-    -- cost n verifications, not n^2/2. Every other row is a node of its own; candidate pairs
-    -- are formed and verified between nodes only, and the verified edges are joined into
-    -- connected components.
-    RETURN QUERY EXECUTE format(
-        'WITH signatures AS (
-             SELECT b.id, array_agg(b.key ORDER BY b.key) AS keys FROM %1$s b GROUP BY b.id),
-         grouped AS (
-             SELECT min(s.id) AS rep, array_agg(s.id) AS members FROM signatures s GROUP BY s.keys),
-         star AS (
-             SELECT g.rep, m.id,
-                    @extschema@.jaccard(tr.%4$I, tm.%4$I, %5$s, %6$L) = 1 AS same_set
-             FROM grouped g
-             CROSS JOIN LATERAL unnest(g.members) AS m(id)
-             JOIN %2$s tr ON tr.%3$I = g.rep
-             JOIN %2$s tm ON tm.%3$I = m.id
-             WHERE m.id <> g.rep),
-         nodes AS (
-             SELECT rep AS id FROM grouped UNION ALL SELECT star.id FROM star WHERE NOT same_set),
-         edges AS (
-             SELECT rep AS id_a, star.id AS id_b FROM star WHERE same_set
-             UNION ALL
-             SELECT v.id_a, v.id_b FROM (%7$s) v)
-         SELECT c.id, c.cluster_id
-         FROM @extschema@.minhash_components(
-                  (SELECT coalesce(array_agg(e.id_a), ''{}'') FROM edges e),
-                  (SELECT coalesce(array_agg(e.id_b), ''{}'') FROM edges e)) c
-         ORDER BY c.cluster_id, c.id',
-        cfg.band_table, tbl, cfg.id_column, cfg.text_column, cfg.ngram, cfg.unit,
-        @extschema@._minhash_verified_pairs_sql(cfg, 'SELECT id FROM nodes'))
-        USING threshold;
+    RETURN QUERY SELECT * FROM @extschema@._minhash_search_clusters(
+        @extschema@._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+        cfg.rows_per_band, threshold);
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_index_stats(tbl regclass)

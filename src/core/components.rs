@@ -2,34 +2,37 @@
 
 use std::collections::HashMap;
 
-/// Union-find over node ids, with path halving and union by size.
-#[derive(Default)]
-struct DisjointSets {
-    index: HashMap<i64, usize>,
-    parent: Vec<usize>,
-    size: Vec<usize>,
-    ids: Vec<i64>,
+/// Union-find over nodes `0..n`, with path halving and union by size.
+pub struct UnionFind {
+    parent: Vec<u32>,
+    size: Vec<u32>,
 }
 
-impl DisjointSets {
-    fn node(&mut self, id: i64) -> usize {
-        *self.index.entry(id).or_insert_with(|| {
-            self.parent.push(self.ids.len());
-            self.size.push(1);
-            self.ids.push(id);
-            self.ids.len() - 1
-        })
-    }
-
-    fn root(&mut self, mut x: usize) -> usize {
-        while self.parent[x] != x {
-            self.parent[x] = self.parent[self.parent[x]];
-            x = self.parent[x];
+impl UnionFind {
+    pub fn new(n: usize) -> UnionFind {
+        UnionFind {
+            parent: (0..n as u32).collect(),
+            size: vec![1; n],
         }
-        x
     }
 
-    fn union(&mut self, a: usize, b: usize) {
+    fn push(&mut self) -> usize {
+        self.parent.push(self.parent.len() as u32);
+        self.size.push(1);
+        self.parent.len() - 1
+    }
+
+    pub fn root(&mut self, x: usize) -> usize {
+        let mut x = x as u32;
+        while self.parent[x as usize] != x {
+            let grandparent = self.parent[self.parent[x as usize] as usize];
+            self.parent[x as usize] = grandparent;
+            x = grandparent;
+        }
+        x as usize
+    }
+
+    pub fn union(&mut self, a: usize, b: usize) {
         let (mut a, mut b) = (self.root(a), self.root(b));
         if a == b {
             return;
@@ -37,32 +40,44 @@ impl DisjointSets {
         if self.size[a] < self.size[b] {
             std::mem::swap(&mut a, &mut b);
         }
-        self.parent[b] = a;
+        self.parent[b] = a as u32;
         self.size[a] += self.size[b];
+    }
+
+    fn size_of(&mut self, x: usize) -> u32 {
+        let root = self.root(x);
+        self.size[root]
     }
 }
 
 /// Every node of a component with at least two nodes, as `(id, smallest id in its component)`,
 /// sorted by component then id. Edges are undirected; self-loops and repeats are harmless.
 pub fn components(edges: impl IntoIterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
-    let mut sets = DisjointSets::default();
+    let mut sets = UnionFind::new(0);
+    let mut index: HashMap<i64, usize> = HashMap::new();
+    let mut ids: Vec<i64> = Vec::new();
+    let mut node = |sets: &mut UnionFind, id: i64| {
+        *index.entry(id).or_insert_with(|| {
+            ids.push(id);
+            sets.push()
+        })
+    };
     for (a, b) in edges {
-        let (a, b) = (sets.node(a), sets.node(b));
+        let (a, b) = (node(&mut sets, a), node(&mut sets, b));
         sets.union(a, b);
     }
     let mut smallest: HashMap<usize, i64> = HashMap::new();
-    for i in 0..sets.ids.len() {
+    for (i, &id) in ids.iter().enumerate() {
         let root = sets.root(i);
-        let id = sets.ids[i];
         smallest
             .entry(root)
             .and_modify(|m| *m = (*m).min(id))
             .or_insert(id);
     }
-    let mut out: Vec<(i64, i64)> = (0..sets.ids.len())
+    let mut out: Vec<(i64, i64)> = (0..ids.len())
         .filter_map(|i| {
             let root = sets.root(i);
-            (sets.size[root] >= 2).then(|| (sets.ids[i], smallest[&root]))
+            (sets.size_of(i) >= 2).then(|| (ids[i], smallest[&root]))
         })
         .collect();
     out.sort_unstable_by_key(|&(id, cluster)| (cluster, id));

@@ -54,7 +54,7 @@ impl ShingleSet {
     }
 
     /// Heap bytes held, for cache accounting.
-    fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.norm.capacity() + self.items.capacity() * std::mem::size_of::<(u32, u32, u32)>()
     }
 

@@ -6,6 +6,7 @@
 
 pub mod bands;
 pub mod components;
+pub mod dedup;
 pub mod hash;
 pub mod jaccard;
 pub mod normalize;

@@ -2,10 +2,16 @@
 //! hand-written SQL in `sql/index.sql`; this module adds the Rust pieces they call.
 
 use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
 
 use crate::core::components::components;
-use crate::sql::array_arg;
-use crate::sql::error::raise;
+use crate::core::dedup::{Corpus, Search};
+use crate::core::params::{check_k, Banding, Shingling};
+use crate::sql::error::{raise, OrRaise};
+use crate::sql::{array_arg, interrupts};
+
+/// Rows read per SPI round trip while loading a table.
+const FETCH_ROWS: i32 = 10_000;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -32,4 +38,111 @@ fn minhash_components(
         );
     }
     TableIterator::new(components(id_a.into_iter().zip(id_b)))
+}
+
+/// Reads the `(id, text)` rows `rows_query` returns into a [`Corpus`] for the search of the
+/// index parameters given. Each batch is fetched in its own SPI session, so PostgreSQL's copy of
+/// the rows is freed batch by batch and only the corpus grows.
+#[allow(clippy::too_many_arguments)]
+fn load_corpus(
+    rows_query: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+) -> Corpus {
+    let k = check_k(k).or_raise();
+    let search = Search {
+        k,
+        shingling: Shingling::new(ngram, unit).or_raise(),
+        banding: Banding::new(k, bands, Some(rows_per_band)).or_raise(),
+        threshold,
+    };
+    let mut corpus = Corpus::new(search);
+    let mut cursor_name = Spi::connect(|client| {
+        client
+            .try_open_cursor(rows_query, &[])
+            .map(|cursor| cursor.detach_into_name())
+    })
+    .unwrap_or_else(|e| spi_failed(e));
+    loop {
+        let (fetched, name) = Spi::connect(|client| -> pgrx::spi::Result<(usize, String)> {
+            let mut cursor = client.find_cursor(&cursor_name)?;
+            let mut table = cursor.fetch(FETCH_ROWS.into())?;
+            let fetched = table.len();
+            if fetched > 0 {
+                table = table.first();
+                for _ in 0..fetched {
+                    let id = table.get::<i64>(1)?;
+                    let text = table.get_datum_by_ordinal(2)?;
+                    if let (Some(id), Some(text)) = (id, text) {
+                        // SAFETY: column 2 is text (the query casts it), not NULL, in the SPI
+                        // memory context, which outlives this loop iteration.
+                        let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
+                        corpus.add(id, text.expect("not NULL"), &mut interrupts);
+                    }
+                    table.next();
+                }
+            }
+            // keep the cursor open for the next session; the last one closes it
+            Ok((
+                fetched,
+                if fetched > 0 {
+                    cursor.detach_into_name()
+                } else {
+                    String::new()
+                },
+            ))
+        })
+        .unwrap_or_else(|e| spi_failed(e));
+        if fetched == 0 {
+            break;
+        }
+        cursor_name = name;
+    }
+    corpus
+}
+
+fn spi_failed(e: pgrx::spi::Error) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+        format!("reading the indexed table failed: {e}"),
+        None,
+    )
+}
+
+/// Internal to `minhash_duplicates`: every verified pair among the `(id bigint, text)` rows of
+/// `rows_query` (run with the caller's rights), ordered by `(id_a, id_b)`.
+#[pg_extern(stable, strict, parallel_safe)]
+#[allow(clippy::too_many_arguments)]
+fn _minhash_search_pairs(
+    rows_query: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+) -> TableIterator<'static, (name!(id_a, i64), name!(id_b, i64), name!(similarity, f64))> {
+    let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
+    TableIterator::new(corpus.duplicates(&mut interrupts))
+}
+
+/// Internal to `minhash_clusters`: the clusters of the verified pairs among the rows of
+/// `rows_query`, as `(id, cluster_id)` ordered by cluster then id.
+#[pg_extern(stable, strict, parallel_safe)]
+#[allow(clippy::too_many_arguments)]
+fn _minhash_search_clusters(
+    rows_query: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+) -> TableIterator<'static, (name!(id, i64), name!(cluster_id, i64))> {
+    let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
+    TableIterator::new(corpus.clusters(&mut interrupts))
 }

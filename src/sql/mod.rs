@@ -47,7 +47,7 @@ fn clear_shingle_cache() {
     });
 }
 
-fn interrupts() {
+pub(crate) fn interrupts() {
     pgrx::check_for_interrupts!();
 }
 

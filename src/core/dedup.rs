@@ -1,0 +1,514 @@
+//! Whole-table near-duplicate search in memory: every pair of rows that shares a band key and
+//! whose exact Jaccard similarity reaches the threshold, and the clusters those pairs form.
+//!
+//! This is what `minhash_duplicates` and `minhash_clusters` run. It gives the same pairs as
+//! joining the band table with itself and verifying every candidate, but faster:
+//! - identical texts are stored once; copies of a text are pairs of similarity 1 and share all
+//!   its other pairs, so n copies cost one signature and one set of candidates;
+//! - candidate pairs are formed band by band from sorted keys, and a pair is looked at only in
+//!   the first band it shares (no set of pairs is ever built);
+//! - before the exact check, a candidate must agree on enough low bytes of its signature slots
+//!   (see [`min_sketch_matches`]), which throws away unrelated texts that collide in a crowded
+//!   bucket for a few nanoseconds each;
+//! - clustering skips pairs already in the same cluster.
+//!
+//! Memory is proportional to the rows (their text, `8 * bands + k` bytes of keys and sketch,
+//! and a bounded cache of shingle sets), never to the number of candidate pairs.
+
+use std::collections::HashMap;
+
+use super::bands::band_keys;
+use super::components::UnionFind;
+use super::jaccard::ShingleSet;
+use super::params::{Banding, Shingling};
+use super::signature::{Signer, EMPTY_SLOT};
+
+/// Probability, per true pair, that the sketch filter drops it (see [`min_sketch_matches`]).
+const SKETCH_MISS_PROBABILITY: f64 = 1e-9;
+/// Bytes of shingle sets kept for verification before the cache starts over.
+const SHINGLE_CACHE_BYTES: usize = 128 << 20;
+/// Candidate pairs looked at between calls of `check_interrupts`.
+const INTERRUPT_EVERY: u32 = 1 << 16;
+
+/// Parameters of a search: the index's signature and banding, and the similarity threshold.
+#[derive(Clone, Copy, Debug)]
+pub struct Search {
+    pub k: usize,
+    pub shingling: Shingling,
+    pub banding: Banding,
+    pub threshold: f64,
+}
+
+/// The smallest number of equal sketch bytes (out of `k`) a pair of similarity `threshold` or
+/// more shows except with probability at most `miss`.
+///
+/// Each slot of two signatures is equal with probability J (the Jaccard similarity), and its low
+/// byte is equal at least as often; slots are independent, so the number of equal low bytes is
+/// at least Binomial(k, J) in distribution, and for J >= threshold at least Binomial(k,
+/// threshold). The largest m with P[Binomial(k, threshold) < m] <= miss is returned. Being a
+/// candidate (one band of slots all equal) only makes more slots equal.
+pub fn min_sketch_matches(k: usize, threshold: f64, miss: f64) -> usize {
+    if threshold >= 1.0 {
+        return k;
+    }
+    let (p, q) = (threshold, 1.0 - threshold);
+    // log C(k, i) built up incrementally; cdf = P[X <= m - 1]
+    let mut log_choose = 0.0f64;
+    let mut cdf = 0.0f64;
+    for m in 0..=k {
+        if m > 0 {
+            log_choose += ((k - m + 1) as f64).ln() - (m as f64).ln();
+        }
+        let pmf = (log_choose + m as f64 * p.ln() + (k - m) as f64 * q.ln()).exp();
+        if cdf + pmf > miss {
+            return m;
+        }
+        cdf += pmf;
+    }
+    k
+}
+
+/// The rows of a table, ready to search: each distinct text once with its band keys and the
+/// low byte of each signature slot.
+pub struct Corpus {
+    search: Search,
+    signer: Signer,
+    /// Distinct texts, concatenated; `ends[t]` is where text `t` ends.
+    text: String,
+    ends: Vec<usize>,
+    /// `keys[t * bands + i]`: band key `i` of text `t`.
+    keys: Vec<u64>,
+    /// `sketch[t * k + i]`: the low byte of slot `i` of text `t`'s signature.
+    sketch: Vec<u8>,
+    /// The first row of each distinct text, and `(text, row)` for every further copy.
+    first_row: Vec<i64>,
+    copies: Vec<(u32, i64)>,
+    /// Distinct texts by a 64-bit hash of the text; a hit is confirmed byte for byte, and a
+    /// different text with the same hash is simply stored as a text of its own.
+    seen: HashMap<u64, u32>,
+}
+
+impl Corpus {
+    pub fn new(search: Search) -> Corpus {
+        Corpus {
+            search,
+            signer: Signer::default(),
+            text: String::new(),
+            ends: Vec::new(),
+            keys: Vec::new(),
+            sketch: Vec::new(),
+            first_row: Vec::new(),
+            copies: Vec::new(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Number of distinct texts held.
+    pub fn distinct_texts(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn text_of(&self, t: usize) -> &str {
+        let start = if t == 0 { 0 } else { self.ends[t - 1] };
+        &self.text[start..self.ends[t]]
+    }
+
+    /// Adds a row. Texts without a single shingle are left out, as the band table leaves them
+    /// out: they have no band keys.
+    pub fn add(&mut self, id: i64, text: &str, check_interrupts: &mut dyn FnMut()) {
+        let hash = mur3::murmurhash3_x64_128(text.as_bytes(), 0).0;
+        if let Some(&t) = self.seen.get(&hash) {
+            if self.text_of(t as usize) == text {
+                self.copies.push((t, id));
+                return;
+            }
+        }
+        let Search {
+            k,
+            shingling,
+            banding,
+            ..
+        } = self.search;
+        let signature = self.signer.signature(text, k, shingling, check_interrupts);
+        if signature.iter().all(|&v| v == EMPTY_SLOT) {
+            return;
+        }
+        let t = self.ends.len() as u32;
+        self.text.push_str(text);
+        self.ends.push(self.text.len());
+        self.keys.extend(band_keys(&signature, banding));
+        self.sketch.extend(signature.iter().map(|&v| v as u8));
+        self.first_row.push(id);
+        self.seen.entry(hash).or_insert(t);
+    }
+
+    /// Visits every verified pair of distinct texts once: `(text a, text b, similarity)`.
+    /// With `skip_connected`, pairs already joined (through earlier verified pairs) in
+    /// `clusters` are skipped and verified pairs are joined there.
+    fn verified_pairs(
+        &self,
+        mut clusters: Option<&mut UnionFind>,
+        check_interrupts: &mut dyn FnMut(),
+        mut emit: impl FnMut(usize, usize, f64),
+    ) {
+        let Search {
+            k,
+            shingling,
+            banding,
+            threshold,
+        } = self.search;
+        let bands = banding.bands;
+        let n = self.distinct_texts();
+        let min_matches = min_sketch_matches(k, threshold, SKETCH_MISS_PROBABILITY);
+        let mut sets = SetCache::new(n);
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
+        let mut countdown = INTERRUPT_EVERY;
+        for band in 0..bands {
+            order.clear();
+            order.extend((0..n).map(|t| (self.keys[t * bands + band], t as u32)));
+            order.sort_unstable();
+            check_interrupts();
+            for bucket in order.chunk_by(|x, y| x.0 == y.0).filter(|b| b.len() > 1) {
+                for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
+                    let y = y as usize;
+                    for &(_, x) in &bucket[..j] {
+                        let x = x as usize;
+                        countdown -= 1;
+                        if countdown == 0 {
+                            countdown = INTERRUPT_EVERY;
+                            check_interrupts();
+                        }
+                        if let Some(uf) = clusters.as_deref_mut() {
+                            if uf.root(x) == uf.root(y) {
+                                continue;
+                            }
+                        }
+                        // looked at already in an earlier band they share
+                        let (kx, ky) = (&self.keys[x * bands..], &self.keys[y * bands..]);
+                        if (0..band).any(|i| kx[i] == ky[i]) {
+                            continue;
+                        }
+                        let (sx, sy) = (&self.sketch[x * k..][..k], &self.sketch[y * k..][..k]);
+                        if equal_bytes(sx, sy) < min_matches {
+                            continue;
+                        }
+                        let similarity = sets.jaccard(self, x, y, shingling, check_interrupts);
+                        if similarity >= threshold {
+                            if let Some(uf) = clusters.as_deref_mut() {
+                                uf.union(x, y);
+                            }
+                            emit(x.min(y), x.max(y), similarity);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rows of each distinct text, as `(offsets, ids)`: text `t` has rows
+    /// `ids[offsets[t]..offsets[t + 1]]`. Also frees what only loading needed.
+    fn rows_by_text(&mut self) -> (Vec<usize>, Vec<i64>) {
+        self.seen = HashMap::new();
+        let n = self.distinct_texts();
+        let mut offsets = vec![0usize; n + 1];
+        for &(t, _) in &self.copies {
+            offsets[t as usize + 1] += 1;
+        }
+        for t in 0..n {
+            offsets[t + 1] += offsets[t] + 1;
+        }
+        let mut ids = vec![0i64; offsets[n]];
+        let mut fill: Vec<usize> = offsets[..n].to_vec();
+        for (t, &id) in self.first_row.iter().enumerate() {
+            ids[fill[t]] = id;
+            fill[t] += 1;
+        }
+        for &(t, id) in &std::mem::take(&mut self.copies) {
+            ids[fill[t as usize]] = id;
+            fill[t as usize] += 1;
+        }
+        (offsets, ids)
+    }
+
+    /// Every pair of rows with similarity at least the threshold, as `(id_a, id_b, similarity)`
+    /// with `id_a < id_b`, ordered by `(id_a, id_b)`.
+    pub fn duplicates(mut self, check_interrupts: &mut dyn FnMut()) -> Vec<(i64, i64, f64)> {
+        let (offsets, ids) = self.rows_by_text();
+        let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
+        let mut out = Vec::new();
+        let mut push = |a: i64, b: i64, s: f64| out.push((a.min(b), a.max(b), s));
+        for t in 0..self.distinct_texts() {
+            let rows = rows(t);
+            for (j, &b) in rows.iter().enumerate() {
+                for &a in &rows[..j] {
+                    push(a, b, 1.0);
+                }
+            }
+        }
+        self.verified_pairs(None, check_interrupts, |x, y, s| {
+            for &a in rows(x) {
+                for &b in rows(y) {
+                    push(a, b, s);
+                }
+            }
+        });
+        out.sort_unstable_by_key(|&(a, b, _)| (a, b));
+        out
+    }
+
+    /// Every row of a cluster of two or more rows, as `(id, cluster id)` where the cluster id is
+    /// the smallest id of the cluster, ordered by `(cluster id, id)`. Clusters are the connected
+    /// components of the pairs [`Corpus::duplicates`] returns.
+    pub fn clusters(mut self, check_interrupts: &mut dyn FnMut()) -> Vec<(i64, i64)> {
+        let (offsets, ids) = self.rows_by_text();
+        let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
+        let n = self.distinct_texts();
+        let mut uf = UnionFind::new(n);
+        self.verified_pairs(Some(&mut uf), check_interrupts, |_, _, _| {});
+        // per root: smallest id and number of rows in the cluster
+        let mut smallest: Vec<(i64, usize)> = vec![(i64::MAX, 0); n];
+        for t in 0..n {
+            let entry = &mut smallest[uf.root(t)];
+            entry.0 = entry
+                .0
+                .min(*rows(t).iter().min().expect("a text has a row"));
+            entry.1 += rows(t).len();
+        }
+        let mut out = Vec::new();
+        for t in 0..n {
+            let (cluster, size) = smallest[uf.root(t)];
+            if size >= 2 {
+                out.extend(rows(t).iter().map(|&id| (id, cluster)));
+            }
+        }
+        out.sort_unstable_by_key(|&(id, cluster)| (cluster, id));
+        out
+    }
+}
+
+/// Number of positions where two equal-length byte strings agree.
+fn equal_bytes(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).map(|(x, y)| usize::from(x == y)).sum()
+}
+
+/// Shingle sets of the texts being verified, each built once while it fits the byte budget.
+struct SetCache {
+    sets: Vec<Option<ShingleSet>>,
+    bytes: usize,
+}
+
+impl SetCache {
+    fn new(n: usize) -> SetCache {
+        SetCache {
+            sets: (0..n).map(|_| None).collect(),
+            bytes: 0,
+        }
+    }
+
+    fn load(&mut self, corpus: &Corpus, t: usize, shingling: Shingling, check: &mut dyn FnMut()) {
+        if self.sets[t].is_none() {
+            let set = ShingleSet::new(corpus.text_of(t), shingling, check);
+            let size = set.heap_bytes();
+            if self.bytes + size > SHINGLE_CACHE_BYTES {
+                self.sets.iter_mut().for_each(|s| *s = None);
+                self.bytes = 0;
+            }
+            self.bytes += size;
+            self.sets[t] = Some(set);
+        }
+    }
+
+    fn jaccard(
+        &mut self,
+        corpus: &Corpus,
+        x: usize,
+        y: usize,
+        shingling: Shingling,
+        check: &mut dyn FnMut(),
+    ) -> f64 {
+        self.load(corpus, x, shingling, check);
+        self.load(corpus, y, shingling, check);
+        match (&self.sets[x], &self.sets[y]) {
+            (Some(a), Some(b)) => a.jaccard(b),
+            // loading y started the cache over and dropped x
+            _ => ShingleSet::new(corpus.text_of(x), shingling, check)
+                .jaccard(self.sets[y].as_ref().expect("just loaded")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::components::components;
+    use crate::core::jaccard::jaccard;
+    use crate::core::testing::Rng;
+
+    fn search(threshold: f64) -> Search {
+        Search {
+            k: 128,
+            shingling: Shingling::new(5, "char").unwrap(),
+            banding: Banding::new(128, 16, Some(6)).unwrap(),
+            threshold,
+        }
+    }
+
+    /// Documents from a small vocabulary with planted edits, so that many pairs are candidates
+    /// and many candidates are not near-duplicates.
+    fn corpus_texts(n: usize, seed: u64) -> Vec<String> {
+        let mut rng = Rng(seed);
+        let words: Vec<String> = (0..60).map(|i| format!("w{}x{}", i, i * 7 % 13)).collect();
+        let mut docs: Vec<String> = Vec::new();
+        for i in 0..n {
+            let doc = if i > 0 && rng.below(3) == 0 {
+                let base = &docs[rng.below(i as u64) as usize];
+                let mut w: Vec<&str> = base.split(' ').collect();
+                let at = rng.below(w.len() as u64) as usize;
+                w[at] = &words[rng.below(60) as usize];
+                if rng.below(5) == 0 {
+                    base.clone()
+                } else {
+                    w.join(" ")
+                }
+            } else {
+                (0..12)
+                    .map(|_| words[rng.below(60) as usize].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            docs.push(doc);
+        }
+        docs
+    }
+
+    /// The pairs of the band-table method: every pair sharing a band key (searched by brute
+    /// force over all pairs), verified exactly.
+    fn reference_pairs(docs: &[String], s: Search) -> Vec<(i64, i64, f64)> {
+        let keys: Vec<Option<Vec<u64>>> = docs
+            .iter()
+            .map(|d| {
+                let sig = crate::core::signature::signature(d, s.k, s.shingling);
+                (!sig.iter().all(|&v| v == EMPTY_SLOT)).then(|| band_keys(&sig, s.banding))
+            })
+            .collect();
+        let mut out = Vec::new();
+        for a in 0..docs.len() {
+            for b in a + 1..docs.len() {
+                let (Some(ka), Some(kb)) = (&keys[a], &keys[b]) else {
+                    continue;
+                };
+                if ka.iter().zip(kb).any(|(x, y)| x == y) {
+                    let j = jaccard(&docs[a], &docs[b], s.shingling);
+                    if j >= s.threshold {
+                        out.push((a as i64, b as i64, j));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn load(docs: &[String], s: Search) -> Corpus {
+        let mut corpus = Corpus::new(s);
+        for (id, d) in docs.iter().enumerate() {
+            corpus.add(id as i64, d, &mut || {});
+        }
+        corpus
+    }
+
+    #[test]
+    fn same_pairs_as_verifying_every_candidate() {
+        for (seed, threshold) in [(1, 0.8), (2, 0.5), (3, 0.95), (4, 1.0)] {
+            let docs = corpus_texts(700, seed);
+            let s = search(threshold);
+            let ours = load(&docs, s).duplicates(&mut || {});
+            let reference = reference_pairs(&docs, s);
+            assert!(reference.len() > 40, "{} pairs", reference.len());
+            assert_eq!(ours, reference, "seed {seed} threshold {threshold}");
+            let mut clusters = load(&docs, s).clusters(&mut || {});
+            let expected = components(ours.iter().map(|&(a, b, _)| (a, b)));
+            clusters.sort_unstable_by_key(|&(id, c)| (c, id));
+            assert_eq!(clusters, expected, "seed {seed} threshold {threshold}");
+        }
+    }
+
+    #[test]
+    fn copies_are_stored_once_and_paired_with_everything() {
+        let s = search(0.8);
+        let mut corpus = Corpus::new(s);
+        let text = "the quick brown fox jumps over the lazy dog";
+        for id in [10, 3, 7] {
+            corpus.add(id, text, &mut || {});
+        }
+        corpus.add(
+            5,
+            "the quick brown fox jumps over the lazy dog!",
+            &mut || {},
+        );
+        corpus.add(1, "entirely unrelated words here", &mut || {});
+        corpus.add(2, "", &mut || {});
+        corpus.add(4, "", &mut || {});
+        assert_eq!(
+            corpus.distinct_texts(),
+            3,
+            "copies and empty texts are not stored"
+        );
+        let clusters = corpus.clusters(&mut || {});
+        assert_eq!(clusters, [(3, 3), (5, 3), (7, 3), (10, 3)]);
+        let mut corpus = Corpus::new(s);
+        for (id, text) in [
+            (10, text),
+            (3, text),
+            (7, text),
+            (5, "the quick brown fox jumps over the lazy dog!"),
+        ] {
+            corpus.add(id, text, &mut || {});
+        }
+        let pairs: Vec<(i64, i64)> = corpus
+            .duplicates(&mut || {})
+            .iter()
+            .map(|&(a, b, _)| (a, b))
+            .collect();
+        assert_eq!(pairs, [(3, 5), (3, 7), (3, 10), (5, 7), (5, 10), (7, 10)]);
+    }
+
+    #[test]
+    fn ten_thousand_copies_cost_one_text() {
+        let mut corpus = Corpus::new(search(0.8));
+        for id in 0..10_000 {
+            corpus.add(id, "How do I sort a list in place?", &mut || {});
+        }
+        assert_eq!(corpus.distinct_texts(), 1);
+        let clusters = corpus.clusters(&mut || {});
+        assert_eq!(clusters.len(), 10_000);
+        assert!(clusters.iter().all(|&(_, c)| c == 0));
+    }
+
+    /// The bound is the binomial quantile: checked against a direct sum, and it never drops a
+    /// pair at the threshold in a simulation at a loose miss rate.
+    #[test]
+    fn sketch_bound_is_the_binomial_quantile() {
+        assert_eq!(min_sketch_matches(128, 1.0, 1e-9), 128);
+        assert_eq!(min_sketch_matches(128, 0.01, 1e-9), 0);
+        let m = min_sketch_matches(128, 0.8, 1e-9);
+        assert!((60..=80).contains(&m), "m = {m}");
+        let binom_cdf_below = |k: usize, p: f64, m: usize| -> f64 {
+            (0..m)
+                .map(|i| {
+                    let c: f64 = (0..i).map(|j| (k - j) as f64 / (j + 1) as f64).product();
+                    c * p.powi(i as i32) * (1.0 - p).powi((k - i) as i32)
+                })
+                .sum()
+        };
+        assert!(binom_cdf_below(128, 0.8, m) <= 1e-9);
+        assert!(binom_cdf_below(128, 0.8, m + 1) > 1e-9);
+        // at a miss rate of 1e-3, about one pair in a thousand at exactly the threshold drops
+        let m = min_sketch_matches(128, 0.8, 1e-3);
+        let mut rng = Rng(9);
+        let trials = 20_000;
+        let dropped = (0..trials)
+            .filter(|_| (0..128).filter(|_| rng.below(1000) < 800).count() < m)
+            .count();
+        assert!(dropped <= 60, "dropped {dropped} of {trials}");
+    }
+}
