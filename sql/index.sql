@@ -277,7 +277,8 @@ BEGIN
                     FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
 
     PERFORM @extschema@._minhash_backfill(tbl);
-    EXECUTE format('CREATE INDEX ON %s (key)', band);
+    -- id INCLUDEd: a lookup reads candidate ids from the index alone (an index-only scan)
+    EXECUTE format('CREATE INDEX ON %s (key) INCLUDE (id)', band);
     EXECUTE format('CREATE INDEX ON %s (id)', band);
     EXECUTE format('ANALYZE %s', band);
 
@@ -340,37 +341,39 @@ BEGIN
         @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table);
 END $$;
 
--- The rows of cfg's table similar to doc at `threshold` (already validated), most similar
--- first: minhash_similar and minhash_flag_duplicate share it, so the trigger does not look up
--- the catalog row and check its threshold a second time for every inserted row.
+-- The rows sharing a band key with $1 (int8[] of band keys), as (id, text): the query
+-- _minhash_lookup prepares once per backend and table. Candidate ids come from the band index
+-- alone (index-only scan); one primary-key scan over the sorted, de-duplicated ids then
+-- fetches the texts.
+CREATE FUNCTION @extschema@._minhash_candidates_sql(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format(
+        'SELECT t.%1$I::pg_catalog.int8, t.%2$I::pg_catalog.text FROM %3$s t
+         WHERE t.%1$I OPERATOR(pg_catalog.=) ANY (ARRAY(
+             SELECT b.id FROM %4$s b WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)))',
+        cfg.id_column, cfg.text_column, cfg.tbl, cfg.band_table)
+$$;
+
+-- The rows at least `threshold` similar to doc, most similar first, through tbl's band table;
+-- exclude_id (if given) is left out.
 CREATE FUNCTION @extschema@._minhash_similar(
     cfg @extschema@.minhash_indexes,
     doc text,
     threshold float8,
-    max_results int)
+    max_results int,
+    exclude_id bigint DEFAULT NULL)
 RETURNS TABLE (id bigint, similarity float8)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    keys int8[];
-BEGIN
-    IF doc IS NULL THEN
-        RETURN;
-    END IF;
-    keys := @extschema@.lsh_bands(@extschema@.minhash(doc, cfg.k, cfg.ngram, cfg.unit),
-                                  cfg.bands, cfg.rows_per_band);
-    RETURN QUERY EXECUTE format(
-        'SELECT c.id, s.similarity
-         FROM (SELECT DISTINCT b.id FROM unnest($1) AS q(key) JOIN %1$s b ON b.key = q.key) c
-         JOIN %2$s t ON t.%3$I = c.id
-         CROSS JOIN LATERAL (SELECT @extschema@.jaccard(t.%4$I, $2, $3, $4) AS similarity) s
-         WHERE s.similarity >= $5
-         ORDER BY s.similarity DESC, c.id
-         LIMIT $6',
-        cfg.band_table, cfg.tbl, cfg.id_column, cfg.text_column)
-        USING keys, doc, cfg.ngram, cfg.unit, threshold, max_results;
-END $$;
+    SELECT l.id, l.similarity
+    FROM @extschema@._minhash_lookup(@extschema@._minhash_candidates_sql(cfg), doc, cfg.k,
+             cfg.ngram, cfg.unit, cfg.bands, cfg.rows_per_band, threshold, max_results,
+             exclude_id) l
+$$;
 
 CREATE FUNCTION @extschema@.minhash_similar(
     tbl regclass,
@@ -498,9 +501,7 @@ BEGIN
     doc := row_json ->> cfg.text_column;
     self_id := (row_json ->> cfg.id_column)::bigint;
     SELECT s.id, s.similarity INTO match_id, match_similarity
-    FROM @extschema@._minhash_similar(cfg, doc, threshold, NULL) s
-    WHERE s.id IS DISTINCT FROM self_id
-    LIMIT 1;
+    FROM @extschema@._minhash_similar(cfg, doc, threshold, 1, self_id) s;
 
     IF mode = 'reject' THEN
         IF match_id IS NOT NULL THEN

@@ -55,16 +55,19 @@ ROLLBACK;
 -- Health: rows, keys, buckets, the largest bucket and bucket sizes in power-of-two classes.
 SELECT * FROM minhash_index_stats('articles');
 
--- The lookup minhash_similar runs: one btree index probe per band key of the text.
+-- The candidate query minhash_similar and the insert trigger prepare: candidate ids come from
+-- the (key) INCLUDE (id) index alone, then each candidate's text by the table's primary key.
+SELECT format('PREPARE lookup(int8[]) AS %s', _minhash_candidates_sql(i))
+FROM minhash_indexes i WHERE i.tbl = 'articles'::regclass \gexec
 SET enable_seqscan = off;
-EXPLAIN (COSTS OFF)
-SELECT DISTINCT b.id
-FROM unnest(lsh_bands(minhash('some text'), 16, 6)) AS q(key)
-JOIN articles_minhash_bands b ON b.key = q.key;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) EXECUTE lookup(lsh_bands(minhash('some text'), 16, 6));
 RESET enable_seqscan;
+RESET enable_bitmapscan;
+DEALLOCATE lookup;
 
--- 10,000 copies of one text form one cluster; they are grouped by signature first, so this
--- costs 10,000 verifications rather than 50 million.
+-- 10,000 copies of one text form one cluster; a text is stored once however many rows have it,
+-- so this costs one signature and no verification, rather than 50 million.
 CREATE TABLE copies (id bigint PRIMARY KEY, body text);
 INSERT INTO copies SELECT g, 'The same boilerplate disclaimer, over and over again.' FROM generate_series(1, 10000) g;
 INSERT INTO copies VALUES (10001, 'The same boilerplate disclaimer, over and over again!!');
@@ -89,3 +92,16 @@ SELECT to_regclass('articles_minhash_bands') IS NULL AS band_table_gone,
        (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'articles'::regclass) AS triggers,
        to_regprocedure('articles_minhash_sync()') IS NULL AS function_gone;
 DROP TABLE articles;
+
+-- Lookups keep their prepared plan for the rest of the session; a table dropped and created
+-- again under the same name, with other column types, is still looked up correctly.
+CREATE TABLE replanned (id bigint PRIMARY KEY, body text);
+INSERT INTO replanned VALUES (1, 'the plan cache is revalidated by postgres');
+SELECT minhash_index_create('replanned', 'id', 'body') IS NOT NULL AS created;
+SELECT * FROM minhash_similar('replanned', 'the plan cache is revalidated by postgres!');
+SELECT minhash_index_drop('replanned');
+DROP TABLE replanned;
+CREATE TABLE replanned (id smallint PRIMARY KEY, body varchar(100));
+INSERT INTO replanned VALUES (7, 'the plan cache is revalidated by postgres');
+SELECT minhash_index_create('replanned', 'id', 'body') IS NOT NULL AS created;
+SELECT * FROM minhash_similar('replanned', 'the plan cache is revalidated by postgres!');
