@@ -4,7 +4,7 @@
 # end-to-end deduplication of the Debian package descriptions against exact truth, datasketch
 # and pg_trgm, and the insert path and scale on a generated corpus of 1,000,000 questions.
 #
-#   bash benches/run.sh            everything (about 20 minutes on 2 cores)
+#   bash benches/run.sh            everything (about 10 minutes on 2 cores once built)
 #   bash benches/run.sh --quick    seconds-long smoke version: small corpora, no peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
