@@ -41,7 +41,8 @@ SELECT count(*) AS pairs_at_0_5 FROM minhash_duplicates('articles', 0.5);
 -- "Which rows should I keep?": clusters, named after their smallest id.
 SELECT * FROM minhash_clusters('articles');
 
--- Clusters are connected components, computed by minhash_components over the verified pairs:
+-- Clusters are the connected components of the verified pairs; minhash_components computes them
+-- for any edge list:
 -- a chain, a triangle, a lone pair; a self-loop alone is no cluster.
 SELECT * FROM minhash_components('{5,3,20,21,22,1,7}', '{3,9,21,22,20,2,7}');
 
