@@ -15,9 +15,9 @@ use crate::core::components::components;
 use crate::core::dedup::{Corpus, Search};
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::{check_k, Banding, Shingling};
-use crate::core::signature::{Signer, EMPTY_SLOT};
+use crate::core::signature::EMPTY_SLOT;
 use crate::sql::error::{raise, OrRaise};
-use crate::sql::{array_arg, interrupts};
+use crate::sql::{array_arg, interrupts, SIGNER};
 
 /// Prepared candidate queries kept per backend (one per indexed table in use, in practice).
 const MAX_PREPARED: usize = 64;
@@ -27,7 +27,6 @@ thread_local! {
     /// flagged insert then costs no parsing or planning. PostgreSQL re-plans a kept plan by
     /// itself when a table it reads changes.
     static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
-    static LOOKUP_SIGNER: RefCell<Signer> = RefCell::new(Signer::default());
 }
 
 /// Rows read per SPI round trip while loading a table.
@@ -73,11 +72,11 @@ fn load_corpus(
     rows_per_band: i32,
     threshold: f64,
 ) -> Corpus {
-    let k = check_k(k).or_raise();
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
     let search = Search {
         k,
-        shingling: Shingling::new(ngram, unit).or_raise(),
-        banding: Banding::new(k, bands, Some(rows_per_band)).or_raise(),
+        shingling,
+        banding,
         threshold,
     };
     let mut corpus = Corpus::new(search);
@@ -90,22 +89,9 @@ fn load_corpus(
     loop {
         let (fetched, name) = Spi::connect(|client| -> pgrx::spi::Result<(usize, String)> {
             let mut cursor = client.find_cursor(&cursor_name)?;
-            let mut table = cursor.fetch(FETCH_ROWS.into())?;
+            let table = cursor.fetch(FETCH_ROWS.into())?;
             let fetched = table.len();
-            if fetched > 0 {
-                table = table.first();
-                for _ in 0..fetched {
-                    let id = table.get::<i64>(1)?;
-                    let text = table.get_datum_by_ordinal(2)?;
-                    if let (Some(id), Some(text)) = (id, text) {
-                        // SAFETY: column 2 is text (the query casts it), not NULL, in the SPI
-                        // memory context, which outlives this loop iteration.
-                        let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
-                        corpus.add(id, text.expect("not NULL"), &mut interrupts);
-                    }
-                    table.next();
-                }
-            }
+            for_each_row(table, |id, text| corpus.add(id, text, &mut interrupts))?;
             // keep the cursor open for the next session; the last one closes it
             Ok((
                 fetched,
@@ -147,11 +133,8 @@ fn _minhash_lookup(
     let Some(doc) = doc else {
         return TableIterator::new(Vec::new());
     };
-    let k = check_k(k).or_raise();
-    let shingling = Shingling::new(ngram, unit).or_raise();
-    let banding = Banding::new(k, bands, Some(rows_per_band)).or_raise();
-    let signature =
-        LOOKUP_SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
     if signature.iter().all(|&v| v == EMPTY_SLOT) {
         // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
         return TableIterator::new(Vec::new());
@@ -174,28 +157,16 @@ fn _minhash_lookup(
                 .keep(),
         };
         let mut found = Vec::new();
-        let mut table = client.select(&statement, None, &[keys.into()])?;
-        let rows = table.len();
-        if rows > 0 {
-            table = table.first();
-            for _ in 0..rows {
-                let id = table.get::<i64>(1)?;
-                let text = table.get_datum_by_ordinal(2)?;
-                if let (Some(id), Some(text)) = (id, text) {
-                    if Some(id) != exclude_id {
-                        // SAFETY: column 2 is a non-NULL text datum in the SPI memory context.
-                        let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
-                        let set =
-                            ShingleSet::new(text.expect("not NULL"), shingling, &mut interrupts);
-                        let similarity = set.jaccard(&query_set);
-                        if similarity >= threshold {
-                            found.push((id, similarity));
-                        }
-                    }
+        let table = client.select(&statement, None, &[keys.into()])?;
+        for_each_row(table, |id, text| {
+            if Some(id) != exclude_id {
+                let similarity =
+                    ShingleSet::new(text, shingling, &mut interrupts).jaccard(&query_set);
+                if similarity >= threshold {
+                    found.push((id, similarity));
                 }
-                table.next();
             }
-        }
+        })?;
         Ok((statement, found))
     })
     .unwrap_or_else(|e| spi_failed(e));
@@ -210,6 +181,46 @@ fn _minhash_lookup(
         found.truncate(max.max(0) as usize);
     }
     TableIterator::new(found)
+}
+
+/// The checked signature length, shingling and banding of an index's catalog settings.
+fn index_params(
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> (usize, Shingling, Banding) {
+    let k = check_k(k).or_raise();
+    let shingling = Shingling::new(ngram, unit).or_raise();
+    (
+        k,
+        shingling,
+        Banding::new(k, bands, Some(rows_per_band)).or_raise(),
+    )
+}
+
+/// Calls `f(id, text)` for each row of an SPI result of `(int8, text)` rows, skipping rows
+/// where either is NULL. The text is borrowed from the SPI memory context, not copied.
+fn for_each_row(
+    mut table: pgrx::spi::SpiTupleTable<'_>,
+    mut f: impl FnMut(i64, &str),
+) -> pgrx::spi::Result<()> {
+    let rows = table.len();
+    if rows == 0 {
+        return Ok(());
+    }
+    table = table.first();
+    for _ in 0..rows {
+        if let (Some(id), Some(text)) = (table.get::<i64>(1)?, table.get_datum_by_ordinal(2)?) {
+            // SAFETY: column 2 is a text datum (the queries cast it), not NULL, in the SPI
+            // memory context, which outlives this call.
+            let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
+            f(id, text.expect("not NULL"));
+        }
+        table.next();
+    }
+    Ok(())
 }
 
 fn spi_failed(e: pgrx::spi::Error) -> ! {

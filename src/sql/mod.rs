@@ -32,7 +32,7 @@ const SHINGLE_CACHE_BYTES: usize = 256 << 20;
 thread_local! {
     /// One set of signature buffers per backend: signing a table reuses them row after row
     /// instead of allocating per call.
-    static SIGNER: RefCell<Signer> = RefCell::new(Signer::default());
+    pub(crate) static SIGNER: RefCell<Signer> = RefCell::new(Signer::default());
     /// Shingle sets of the texts `jaccard` saw in this transaction: verifying the candidate
     /// pairs of a table meets each text many times. Emptied when the transaction ends, so an
     /// idle backend holds nothing.
