@@ -19,6 +19,124 @@ pub fn shingle_hash(bytes: &[u8]) -> u32 {
     murmur3_x86_32(bytes, SHINGLE_SEED)
 }
 
+/// Appends `shingle_hash(&bytes[i..i + n])` for every window start `i` in `starts` (each window
+/// must lie inside `bytes`): the hashes of consecutive n-byte windows, which is every shingle of
+/// an ASCII text cut into character n-grams. With AVX-512 VBMI, sixteen windows are hashed at
+/// once (one lane each); elsewhere one at a time. Every path gives the same integers.
+pub fn window_hashes(bytes: &[u8], n: usize, starts: std::ops::Range<usize>, out: &mut Vec<u32>) {
+    assert!(n >= 1 && (starts.is_empty() || starts.end - 1 + n <= bytes.len()));
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512vbmi")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+        {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            return unsafe { window_hashes_avx512(bytes, n, starts, out) };
+        }
+    }
+    window_hashes_scalar(bytes, n, starts, out)
+}
+
+fn window_hashes_scalar(
+    bytes: &[u8],
+    n: usize,
+    starts: std::ops::Range<usize>,
+    out: &mut Vec<u32>,
+) {
+    out.extend(starts.map(|i| shingle_hash(&bytes[i..i + n])));
+}
+
+/// MurmurHash3 x86_32 in sixteen lanes. For lane `j`, the 4-byte block `b` of window `i + j`
+/// is bytes `i + j + 4b ..` of the text: one (masked, so never out of bounds) load of the bytes
+/// from `i + 4b` and one byte permutation put each lane's four bytes in place.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+fn window_hashes_avx512(
+    bytes: &[u8],
+    n: usize,
+    starts: std::ops::Range<usize>,
+    out: &mut Vec<u32>,
+) {
+    use std::arch::x86_64::*;
+
+    /// Lane `j`, byte `t` takes byte `j + t` of the loaded bytes.
+    const SPREAD: [u8; 64] = {
+        let mut idx = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            idx[i] = (i / 4 + i % 4) as u8;
+            i += 1;
+        }
+        idx
+    };
+    // The bytes of window i + j are bytes[i + j .. i + j + n]: the 4-byte block b of the
+    // sixteen windows from i is bytes i + 4b .. i + 4b + 19.
+    let load = |at: usize| {
+        let len = bytes.len() - at;
+        if len >= 64 {
+            // SAFETY: the 64 bytes from `at` are inside `bytes`.
+            unsafe { _mm512_loadu_si512(bytes.as_ptr().add(at).cast()) }
+        } else {
+            // SAFETY: masked-off bytes are not read (AVX-512 suppresses their faults), and
+            // the first `len` bytes from `at` are inside `bytes`.
+            unsafe { _mm512_maskz_loadu_epi8((1u64 << len) - 1, bytes.as_ptr().add(at).cast()) }
+        }
+    };
+    // SAFETY: `SPREAD` is 64 readable bytes.
+    let spread = unsafe { _mm512_loadu_si512(SPREAD.as_ptr().cast()) };
+    let (c1, c2) = (
+        _mm512_set1_epi32(0xCC9E_2D51_u32 as i32),
+        _mm512_set1_epi32(0x1B87_3593),
+    );
+    let mix =
+        |k: __m512i| _mm512_mullo_epi32(_mm512_rol_epi32::<15>(_mm512_mullo_epi32(k, c1)), c2);
+    let blocks = n / 4;
+    let tail = n % 4;
+    // byte t of each lane's dword is kept when t < tail
+    let tail_mask: __mmask64 = 0x1111_1111_1111_1111 * ((1 << tail) - 1);
+    // Block b of the sixteen windows: from the bytes loaded at i while they reach (short
+    // shingles need one load per sixteen windows), else from its own load.
+    let block = |i: usize, first: __m512i, b: usize, keep: __mmask64| {
+        if 4 * b + 19 <= 64 {
+            let spread_b = _mm512_add_epi8(spread, _mm512_set1_epi8(4 * b as i8));
+            _mm512_maskz_permutexvar_epi8(keep, spread_b, first)
+        } else {
+            _mm512_maskz_permutexvar_epi8(keep, spread, load(i + 4 * b))
+        }
+    };
+    out.reserve(starts.len() + 16);
+    let mut i = starts.start;
+    while i < starts.end {
+        let first = load(i);
+        let mut h = _mm512_set1_epi32(SHINGLE_SEED as i32);
+        for b in 0..blocks {
+            h = _mm512_xor_si512(h, mix(block(i, first, b, !0)));
+            h = _mm512_rol_epi32::<13>(h);
+            h = _mm512_add_epi32(
+                _mm512_add_epi32(h, _mm512_slli_epi32::<2>(h)),
+                _mm512_set1_epi32(0xE654_6B64_u32 as i32),
+            );
+        }
+        if tail > 0 {
+            h = _mm512_xor_si512(h, mix(block(i, first, blocks, tail_mask)));
+        }
+        h = _mm512_xor_si512(h, _mm512_set1_epi32(n as i32));
+        h = _mm512_xor_si512(h, _mm512_srli_epi32::<16>(h));
+        h = _mm512_mullo_epi32(h, _mm512_set1_epi32(0x85EB_CA6B_u32 as i32));
+        h = _mm512_xor_si512(h, _mm512_srli_epi32::<13>(h));
+        h = _mm512_mullo_epi32(h, _mm512_set1_epi32(0xC2B2_AE35_u32 as i32));
+        h = _mm512_xor_si512(h, _mm512_srli_epi32::<16>(h));
+        let count = (starts.end - i).min(16);
+        // SAFETY: `reserve` left room for every window's hash plus 16, so the 16 lanes fit
+        // after the current length; the first `count` of them are this group's hashes.
+        unsafe {
+            _mm512_storeu_si512(out.as_mut_ptr().add(out.len()).cast(), h);
+            out.set_len(out.len() + count);
+        }
+        i += 16;
+    }
+}
+
 /// MurmurHash3 x86_32, written here rather than called from `mur3` because it runs once per
 /// shingle and must inline into the shingle loop (a call costs more than a 5-byte hash). The
 /// tests check it against the `murmur3` crate on every length.
@@ -125,6 +243,29 @@ mod tests {
                 (u128::from(h2) << 64) | u128::from(h1),
                 "length {len}"
             );
+        }
+    }
+
+    #[test]
+    fn window_hashes_match_shingle_hash() {
+        let text: Vec<u8> = (0..300u32)
+            .map(|i| b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8)
+            .collect();
+        for n in 1..=70 {
+            for (from, to) in [
+                (0, text.len() - n + 1),
+                (3, 20),
+                (7, 7),
+                (250, text.len() - n + 1),
+            ] {
+                let want: Vec<u32> = (from..to).map(|i| shingle_hash(&text[i..i + n])).collect();
+                let mut got = vec![1];
+                window_hashes(&text[..], n, from..to, &mut got);
+                assert_eq!(got[1..], want[..], "n = {n}, {from}..{to}");
+                let mut scalar = Vec::new();
+                window_hashes_scalar(&text, n, from..to, &mut scalar);
+                assert_eq!(scalar, want);
+            }
         }
     }
 

@@ -7,9 +7,12 @@
 /// the context-dependent final sigma. Whitespace is Unicode `White_Space`. Lowercasing a word on
 /// its own gives the same result as lowercasing the whole text, because whitespace is neither
 /// cased nor case-ignorable and so ends every final-sigma context.
-pub fn normalize_into(text: &str, out: &mut String) {
-    if text.is_ascii() {
-        return normalize_ascii_into(text.as_bytes(), out);
+///
+/// Returns whether the normalized text is ASCII, which callers use to cut it into character
+/// n-grams by bytes without checking it again.
+pub fn normalize_into(text: &str, out: &mut String) -> bool {
+    if normalize_ascii_into(text.as_bytes(), out) {
+        return true;
     }
     out.clear();
     out.reserve(text.len());
@@ -23,40 +26,94 @@ pub fn normalize_into(text: &str, out: &mut String) {
             out.push_str(&word.to_lowercase());
         }
     }
+    out.is_ascii()
 }
 
 /// The same for ASCII text (most text), 64 bytes at a time: a bitmask of the chunk's whitespace
-/// finds the bytes to drop (whitespace after whitespace, or leading), and the kept runs are
-/// mapped (lowercase, whitespace to space) by a loop the compiler vectorizes. Compiled for the
-/// widest vectors the CPU has; every path gives the same bytes.
-fn normalize_ascii_into(text: &[u8], out: &mut String) {
+/// finds the bytes to drop (whitespace after whitespace, or leading), and the kept bytes are
+/// mapped (lowercase, whitespace to space). With AVX-512 VBMI2 the kept bytes of a chunk are
+/// packed by one compress instruction, and the same pass checks that the text is ASCII;
+/// elsewhere the text is checked first and the kept runs are copied by a loop the compiler
+/// vectorizes. Every path gives the same bytes. Returns false, with `out` empty, when `text` is
+/// not ASCII.
+fn normalize_ascii_into(text: &[u8], out: &mut String) -> bool {
     let mut bytes = std::mem::take(out).into_bytes();
+    let ascii = normalize_ascii_fastest(text, &mut bytes);
+    if !ascii {
+        bytes.clear();
+    }
+    // SAFETY: `bytes` is empty or was checked to be ASCII above, so it is UTF-8.
+    *out = unsafe { String::from_utf8_unchecked(bytes) };
+    ascii
+}
+
+/// The widest path this CPU has; false when `text` is not ASCII.
+fn normalize_ascii_fastest(text: &[u8], out: &mut Vec<u8>) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512bw") {
+        if std::arch::is_x86_feature_detected!("avx512vbmi2")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+        {
             // SAFETY: the CPU supports the features the function is compiled for.
-            unsafe { normalize_ascii_avx512(text, &mut bytes) };
-        } else if std::arch::is_x86_feature_detected!("avx2") {
+            return unsafe { normalize_ascii_avx512(text, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: as above.
-            unsafe { normalize_ascii_avx2(text, &mut bytes) };
-        } else {
-            normalize_ascii_chunks(text, &mut bytes);
+            return text.is_ascii() && unsafe { normalize_ascii_avx2(text, out) };
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    normalize_ascii_chunks(text, &mut bytes);
-    *out = String::from_utf8(bytes).expect("lowercased ASCII is UTF-8");
+    text.is_ascii() && normalize_ascii_chunks(text, out)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
-fn normalize_ascii_avx512(text: &[u8], out: &mut Vec<u8>) {
-    normalize_ascii_chunks(text, out)
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2")]
+fn normalize_ascii_avx512(text: &[u8], out: &mut Vec<u8>) -> bool {
+    use std::arch::x86_64::*;
+    out.clear();
+    // each chunk stores 64 bytes at the end of the output, of which the kept ones count
+    out.reserve(text.len() + 64);
+    let mut previous_space = 1u64; // drops leading whitespace
+    for at in (0..text.len()).step_by(64) {
+        let len = (text.len() - at).min(64);
+        let valid: __mmask64 = if len == 64 { !0 } else { (1u64 << len) - 1 };
+        // SAFETY: masked-off bytes are not read (AVX-512 suppresses their faults), and the
+        // first `len` bytes from `at` are inside `text`.
+        let b = unsafe { _mm512_maskz_loadu_epi8(valid, text.as_ptr().add(at).cast()) };
+        if _mm512_movepi8_mask(b) != 0 {
+            return false;
+        }
+        let in_range = |low: u8, count: u8| {
+            _mm512_cmplt_epu8_mask(
+                _mm512_sub_epi8(b, _mm512_set1_epi8(low as i8)),
+                _mm512_set1_epi8(count as i8),
+            )
+        };
+        let space =
+            (in_range(b'\t', 5) | _mm512_cmpeq_epi8_mask(b, _mm512_set1_epi8(b' ' as i8))) & valid;
+        let upper = in_range(b'A', 26);
+        let lowered = _mm512_mask_blend_epi8(upper, b, _mm512_or_si512(b, _mm512_set1_epi8(0x20)));
+        let folded = _mm512_mask_blend_epi8(space, lowered, _mm512_set1_epi8(b' ' as i8));
+        let drop = space & ((space << 1) | previous_space);
+        let keep = valid & !drop;
+        let packed = _mm512_maskz_compress_epi8(keep, folded);
+        // SAFETY: `reserve` left at least 64 bytes of capacity after the current length (the
+        // output never outgrows the input), and the first `keep.count_ones()` of them are
+        // initialized by this store.
+        unsafe {
+            _mm512_storeu_si512(out.as_mut_ptr().add(out.len()).cast(), packed);
+            out.set_len(out.len() + keep.count_ones() as usize);
+        }
+        previous_space = (space >> (len - 1)) & 1;
+    }
+    if out.last() == Some(&b' ') {
+        out.pop();
+    }
+    true
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn normalize_ascii_avx2(text: &[u8], out: &mut Vec<u8>) {
+fn normalize_ascii_avx2(text: &[u8], out: &mut Vec<u8>) -> bool {
     normalize_ascii_chunks(text, out)
 }
 
@@ -75,8 +132,9 @@ fn fold_ascii(b: u8) -> u8 {
     }
 }
 
+/// `text` must be ASCII; returns true so callers can chain it after that check.
 #[inline(always)]
-fn normalize_ascii_chunks(text: &[u8], out: &mut Vec<u8>) {
+fn normalize_ascii_chunks(text: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
     out.reserve(text.len());
     let mut previous_space = 1u64; // drops leading whitespace
@@ -99,6 +157,7 @@ fn normalize_ascii_chunks(text: &[u8], out: &mut Vec<u8>) {
     if out.last() == Some(&b' ') {
         out.pop();
     }
+    true
 }
 
 /// The normalized form of `text`.
@@ -110,7 +169,64 @@ pub fn normalize(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::*;
+
+    #[test]
+    fn the_ascii_paths_notice_any_other_byte() {
+        for at in [0, 1, 63, 64, 65, 200] {
+            let mut text = "Ab ".repeat(80);
+            text.insert(at, 'é');
+            let mut out = String::from("stale");
+            assert!(!normalize_ascii_into(text.as_bytes(), &mut out), "at {at}");
+            assert_eq!(out, "");
+            assert!(!normalize_into(&text, &mut out));
+            assert_eq!(
+                out,
+                text.to_lowercase()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        }
+    }
+
+    #[test]
+    fn every_ascii_path_gives_the_same_bytes() {
+        let alphabet = b"aZ \t\n\r\x0B\x0C.Q  \x1F~";
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for len in (0..200).chain([511, 512, 513, 4096]) {
+            let text: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    alphabet[(state % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let mut want = Vec::new();
+            normalize_ascii_chunks(&text, &mut want);
+            let words: Vec<String> = std::str::from_utf8(&text)
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_lowercase)
+                .collect();
+            assert_eq!(want, words.join(" ").into_bytes(), "len {len}");
+            #[cfg(target_arch = "x86_64")]
+            {
+                let mut got = vec![b'x'; 3];
+                if std::arch::is_x86_feature_detected!("avx512vbmi2") {
+                    // SAFETY: the features were checked.
+                    assert!(unsafe { normalize_ascii_avx512(&text, &mut got) });
+                    assert_eq!(got, want, "len {len}");
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: as above.
+                    assert!(unsafe { normalize_ascii_avx2(&text, &mut got) });
+                    assert_eq!(got, want, "len {len}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn folds_case_and_whitespace() {

@@ -1,7 +1,7 @@
 //! MinHash signatures: slot `i` is the minimum over a document's shingles of
 //! `permute(XOR[i], MUL[i], shingle_hash(shingle))`, a 32-bit value.
 
-use super::hash::{permute, shingle_hash, PERMUTATIONS};
+use super::hash::{permute, shingle_hash, window_hashes, PERMUTATIONS};
 use super::normalize::normalize_into;
 use super::params::{Shingling, Unit, MAX_K};
 use super::shingle::for_each_shingle;
@@ -33,7 +33,7 @@ impl Signer {
         check_interrupts: &mut dyn FnMut(),
     ) -> Vec<u32> {
         assert!((1..=MAX_K).contains(&k), "k out of range");
-        normalize_into(doc, &mut self.norm);
+        let ascii = normalize_into(doc, &mut self.norm);
         let padded = k.div_ceil(LANES) * LANES;
         self.mins.clear();
         self.mins.resize(padded, EMPTY_SLOT);
@@ -41,14 +41,14 @@ impl Signer {
         let (norm, hashes, mins) = (&self.norm, &mut self.hashes, &mut self.mins);
         let bytes = norm.as_bytes();
         let n = shingling.ngram;
-        if shingling.unit == Unit::Char && norm.is_ascii() && bytes.len() > n {
+        if shingling.unit == Unit::Char && ascii && bytes.len() > n {
             // The common case as one tight loop: every n-byte window, a batch at a time (the
             // same windows for_each_shingle yields).
             let windows = bytes.len() - n + 1;
             for first in (0..windows).step_by(BATCH) {
                 let last = (first + BATCH).min(windows);
                 hashes.clear();
-                hashes.extend((first..last).map(|i| shingle_hash(&bytes[i..i + n])));
+                window_hashes(bytes, n, first..last, hashes);
                 update_mins(mins, hashes);
                 check_interrupts();
             }
