@@ -2,41 +2,103 @@
 
 use std::collections::HashMap;
 
-use super::hash::shingle_hash;
-use super::normalize::normalize;
-use super::params::Shingling;
+use super::hash::{shingle_hash, window_hashes};
+use super::normalize::normalize_into;
+use super::params::{Shingling, Unit};
 use super::shingle::for_each_shingle;
 
 /// A document's distinct shingles, ordered by (hash, bytes) so two sets intersect in one merge.
 /// Ordering by hash first makes the sort cheap; comparing bytes keeps the result exact even if
 /// two different shingles share a hash.
+#[derive(Default)]
 pub struct ShingleSet {
     norm: String,
     /// (hash, start, end) of each distinct shingle; offsets fit u32 as PostgreSQL text < 1 GB.
     items: Vec<(u32, u32, u32)>,
     /// Two different shingles of this document share a hash.
     repeats_hash: bool,
+    /// Buffers kept for the next `rebuild`.
+    scratch: Scratch,
+}
+
+#[derive(Default)]
+struct Scratch {
+    /// Sort keys: the hash in the high half, the shingle's ordinal in the low half.
+    keys: Vec<u64>,
+    hashes: Vec<u32>,
+    spans: Vec<(u32, u32)>,
 }
 
 impl ShingleSet {
     pub fn new(doc: &str, shingling: Shingling, check_interrupts: &mut dyn FnMut()) -> ShingleSet {
-        let norm = normalize(doc);
-        let mut items = Vec::new();
-        let bytes = norm.as_bytes();
-        for_each_shingle(&norm, shingling, |(s, e)| {
-            items.push((shingle_hash(&bytes[s..e]), s as u32, e as u32));
-            if items.len() % (1 << 16) == 0 {
+        let mut set = ShingleSet::default();
+        set.rebuild(doc, shingling, check_interrupts);
+        // a set kept (e.g. in a cache) holds no scratch space
+        set.scratch = Scratch::default();
+        set
+    }
+
+    /// Makes this the set of `doc`, reusing the buffers of the set it was: verifying many
+    /// candidates against one query allocates nothing once the buffers have grown.
+    pub fn rebuild(&mut self, doc: &str, shingling: Shingling, check_interrupts: &mut dyn FnMut()) {
+        let ascii = normalize_into(doc, &mut self.norm);
+        let bytes = self.norm.as_bytes();
+        let Scratch {
+            keys,
+            hashes,
+            spans,
+        } = &mut self.scratch;
+        keys.clear();
+        spans.clear();
+        let n = shingling.ngram;
+        if shingling.unit == Unit::Char && ascii && bytes.len() > n {
+            let windows = bytes.len() - n + 1;
+            hashes.clear();
+            for first in (0..windows).step_by(1 << 16) {
+                window_hashes(bytes, n, first..windows.min(first + (1 << 16)), hashes);
                 check_interrupts();
             }
-        });
+            keys.extend(
+                hashes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &h)| (u64::from(h) << 32) | i as u64),
+            );
+            spans.extend((0..windows).map(|i| (i as u32, (i + n) as u32)));
+        } else {
+            for_each_shingle(&self.norm, shingling, |(s, e)| {
+                keys.push((u64::from(shingle_hash(&bytes[s..e])) << 32) | spans.len() as u64);
+                spans.push((s as u32, e as u32));
+                if spans.len() % (1 << 16) == 0 {
+                    check_interrupts();
+                }
+            });
+        }
+        // one u64 sort orders by hash; equal hashes end up adjacent, and their bytes decide
+        // whether they are one shingle (kept once) or a collision
+        keys.sort_unstable();
         let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
-        items.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| text(x).cmp(text(y))));
-        items.dedup_by(|x, y| x.0 == y.0 && text(x) == text(y));
-        let repeats_hash = items.windows(2).any(|w| w[0].0 == w[1].0);
-        ShingleSet {
-            norm,
-            items,
-            repeats_hash,
+        self.items.clear();
+        self.repeats_hash = false;
+        for &key in keys.iter() {
+            let (s, e) = spans[key as u32 as usize];
+            let item = ((key >> 32) as u32, s, e);
+            if let Some(last) = self.items.last() {
+                if last.0 == item.0 {
+                    if text(last) == text(&item) {
+                        continue;
+                    }
+                    self.repeats_hash = true;
+                }
+            }
+            self.items.push(item);
+        }
+        if self.repeats_hash {
+            // a collision inside this document (rare): the ordered merge needs (hash, bytes)
+            // order, with each shingle once in a run of equal hashes
+            self.items
+                .sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| text(x).cmp(text(y))));
+            self.items.dedup_by(|x, y| x.0 == y.0 && text(x) == text(y));
         }
     }
 
@@ -186,6 +248,7 @@ pub fn jaccard(a: &str, b: &str, shingling: Shingling) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::normalize::normalize;
 
     /// Different shingles with equal hashes, within and across documents, are never merged.
     #[test]
@@ -206,6 +269,7 @@ mod tests {
                 norm,
                 items,
                 repeats_hash,
+                scratch: Scratch::default(),
             }
         };
         // "ab" and "zz" collide on hash 7 across the two sets
@@ -225,6 +289,53 @@ mod tests {
             )),
             0.5
         );
+    }
+
+    /// Real 32-bit collisions between 5-grams (found by a birthday search), inside one
+    /// document and across two: the sets still count shingles, not hashes.
+    #[test]
+    fn real_collisions_stay_exact() {
+        let mut seen = HashMap::new();
+        let mut found = None;
+        for i in 0u64.. {
+            let gram: String = (0..5)
+                .map(|d| (b'a' + (i / 26u64.pow(d) % 26) as u8) as char)
+                .collect();
+            if let Some(other) = seen.insert(shingle_hash(gram.as_bytes()), gram.clone()) {
+                found = Some((other, gram));
+                break;
+            }
+        }
+        let (x, y) = found.expect("a collision among 26^5 strings");
+        assert_ne!(x, y);
+        let chars = Shingling::new(5, "char").unwrap();
+        let exact = |a: &str, b: &str| {
+            let set = |d: &str| -> std::collections::HashSet<String> {
+                let d = normalize(d);
+                (0..=d.len() - 5).map(|i| d[i..i + 5].to_string()).collect()
+            };
+            let (a, b) = (set(a), set(b));
+            a.intersection(&b).count() as f64 / a.union(&b).count() as f64
+        };
+        let docs = [
+            format!("{x} {y} {x}"),
+            format!("{y} zz {y}"),
+            format!("{x} qq"),
+            format!("{x}{y}{x}{y}"),
+        ];
+        let mut reused = ShingleSet::default();
+        for a in &docs {
+            for b in &docs {
+                reused.rebuild(a, chars, &mut || {});
+                let want = exact(a, b);
+                assert_eq!(
+                    reused.jaccard(&ShingleSet::new(b, chars, &mut || {})),
+                    want,
+                    "{a} / {b}"
+                );
+                assert_eq!(jaccard(a, b, chars), want, "{a} / {b}");
+            }
+        }
     }
 
     #[test]

@@ -157,11 +157,12 @@ fn _minhash_lookup(
                 .keep(),
         };
         let mut found = Vec::new();
+        let mut candidate = ShingleSet::default();
         let table = client.select(&statement, None, &[keys.into()])?;
         for_each_row(table, |id, text| {
             if Some(id) != exclude_id {
-                let similarity =
-                    ShingleSet::new(text, shingling, &mut interrupts).jaccard(&query_set);
+                candidate.rebuild(text, shingling, &mut interrupts);
+                let similarity = candidate.jaccard(&query_set);
                 if similarity >= threshold {
                     found.push((id, similarity));
                 }
