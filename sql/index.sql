@@ -264,17 +264,22 @@ BEGIN
                 AND o.%2$I IS NOT DISTINCT FROM n.%2$I))', id_column, text_column)),
         id_column, text_column);
 
+    -- WHEN ties each trigger to the extension (see _minhash_installed in src/index/mod.rs)
     EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
                     REFERENCING NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
+                    EXECUTE FUNCTION %s', tbl, sync_fn);
     EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
                     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
+                    EXECUTE FUNCTION %s', tbl, sync_fn);
     EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
                     REFERENCING OLD TABLE AS old_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
+                    EXECUTE FUNCTION %s', tbl, sync_fn);
     EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
-                    FOR EACH STATEMENT EXECUTE FUNCTION %s', tbl, sync_fn);
+                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
+                    EXECUTE FUNCTION %s', tbl, sync_fn);
 
     PERFORM @extschema@._minhash_backfill(tbl);
     -- id INCLUDEd: a lookup reads candidate ids from the index alone (an index-only scan)

@@ -37,6 +37,16 @@ mod tests;
 
 pgrx::extension_sql_file!("../../sql/index.sql", name = "managed_index", finalize);
 
+/// Always true. The sync triggers of an indexed table carry `WHEN (_minhash_installed())` only
+/// so that PostgreSQL records that they depend on the extension: `DROP EXTENSION` then refuses
+/// while indexes exist, and `DROP EXTENSION ... CASCADE` drops the triggers with it instead of
+/// leaving the table with triggers that call functions that no longer exist. A C function, so
+/// evaluating the condition costs one call per statement.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _minhash_installed() -> bool {
+    true
+}
+
 /// Connected components of the graph with edges `id_a[i] -- id_b[i]`: every node of a component
 /// of two or more nodes, with the smallest id of its component, ordered by cluster then id.
 #[pg_extern(immutable, strict, parallel_safe)]
