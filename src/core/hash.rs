@@ -57,6 +57,7 @@ fn window_hashes_avx512(
     starts: std::ops::Range<usize>,
     out: &mut Vec<u32>,
 ) {
+    use super::simd::load_64;
     use std::arch::x86_64::*;
 
     /// Lane `j`, byte `t` takes byte `j + t` of the loaded bytes.
@@ -71,17 +72,7 @@ fn window_hashes_avx512(
     };
     // The bytes of window i + j are bytes[i + j .. i + j + n]: the 4-byte block b of the
     // sixteen windows from i is bytes i + 4b .. i + 4b + 19.
-    let load = |at: usize| {
-        let len = bytes.len() - at;
-        if len >= 64 {
-            // SAFETY: the 64 bytes from `at` are inside `bytes`.
-            unsafe { _mm512_loadu_si512(bytes.as_ptr().add(at).cast()) }
-        } else {
-            // SAFETY: masked-off bytes are not read (AVX-512 suppresses their faults), and
-            // the first `len` bytes from `at` are inside `bytes`.
-            unsafe { _mm512_maskz_loadu_epi8((1u64 << len) - 1, bytes.as_ptr().add(at).cast()) }
-        }
-    };
+    let load = |at: usize| load_64(bytes, at).0;
     // SAFETY: `SPREAD` is 64 readable bytes.
     let spread = unsafe { _mm512_loadu_si512(SPREAD.as_ptr().cast()) };
     let (c1, c2) = (

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use super::hash::{shingle_hash, window_hashes};
 use super::normalize::normalize_into;
-use super::params::{Shingling, Unit};
-use super::shingle::for_each_shingle;
+use super::params::Shingling;
+use super::shingle::{byte_windows, for_each_shingle};
 
 /// A document's distinct shingles, ordered by (hash, bytes) so two sets intersect in one merge.
 /// Ordering by hash first makes the sort cheap; comparing bytes keeps the result exact even if
@@ -51,8 +51,7 @@ impl ShingleSet {
         keys.clear();
         spans.clear();
         let n = shingling.ngram;
-        if shingling.unit == Unit::Char && ascii && bytes.len() > n {
-            let windows = bytes.len() - n + 1;
+        if let Some(windows) = byte_windows(&self.norm, ascii, shingling) {
             hashes.clear();
             for first in (0..windows).step_by(1 << 16) {
                 window_hashes(bytes, n, first..windows.min(first + (1 << 16)), hashes);

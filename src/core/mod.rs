@@ -13,6 +13,7 @@ pub mod normalize;
 pub mod params;
 pub mod shingle;
 pub mod signature;
+mod simd;
 
 #[cfg(any(test, feature = "pg_test"))]
 pub mod testing;

@@ -51,6 +51,14 @@ pub fn for_each_shingle(norm: &str, shingling: Shingling, mut f: impl FnMut(Span
     }
 }
 
+/// When the shingles of `norm` are exactly its n-byte windows — character n-grams of ASCII text
+/// (`ascii` as [`normalize_into`](super::normalize::normalize_into) returned it) longer than one
+/// window — their number; the fast paths hash those windows directly.
+pub fn byte_windows(norm: &str, ascii: bool, shingling: Shingling) -> Option<usize> {
+    let n = shingling.ngram;
+    (shingling.unit == Unit::Char && ascii && norm.len() > n).then(|| norm.len() - n + 1)
+}
+
 /// The distinct shingles of `norm`, sorted by code point (UTF-8 byte order).
 pub fn distinct_shingles(norm: &str, shingling: Shingling) -> Vec<&str> {
     let mut out = Vec::new();

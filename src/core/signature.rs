@@ -3,8 +3,8 @@
 
 use super::hash::{permute, shingle_hash, window_hashes, PERMUTATIONS};
 use super::normalize::normalize_into;
-use super::params::{Shingling, Unit, MAX_K};
-use super::shingle::for_each_shingle;
+use super::params::{Shingling, MAX_K};
+use super::shingle::{byte_windows, for_each_shingle};
 
 /// Signatures are computed in multiples of this many slots (one 512-bit vector of u32).
 const LANES: usize = 16;
@@ -41,10 +41,9 @@ impl Signer {
         let (norm, hashes, mins) = (&self.norm, &mut self.hashes, &mut self.mins);
         let bytes = norm.as_bytes();
         let n = shingling.ngram;
-        if shingling.unit == Unit::Char && ascii && bytes.len() > n {
+        if let Some(windows) = byte_windows(norm, ascii, shingling) {
             // The common case as one tight loop: every n-byte window, a batch at a time (the
             // same windows for_each_shingle yields).
-            let windows = bytes.len() - n + 1;
             for first in (0..windows).step_by(BATCH) {
                 let last = (first + BATCH).min(windows);
                 hashes.clear();
