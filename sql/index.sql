@@ -54,7 +54,8 @@ BEGIN
     RETURN cfg;
 END $$;
 
--- A threshold argument: NULL means the index's own; otherwise it must lie in (0, 1].
+-- A threshold argument: NULL means the index's own; otherwise it must lie in (0, 1]. (The
+-- lookups, minhash_similar and minhash_flag_duplicate, are in Rust: src/index/lookup.rs.)
 CREATE FUNCTION @extschema@._minhash_threshold(threshold float8, fallback float8)
 RETURNS float8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -346,60 +347,6 @@ BEGIN
         @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table);
 END $$;
 
--- The rows sharing a band key with $1 (int8[] of band keys), as (id, text): the query
--- _minhash_lookup prepares once per backend and table. Candidate ids come from the band index
--- alone (index-only scan); one primary-key scan over the sorted, de-duplicated ids then
--- fetches the texts.
-CREATE FUNCTION @extschema@._minhash_candidates_sql(cfg @extschema@.minhash_indexes)
-RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT format(
-        'SELECT t.%1$I::pg_catalog.int8, t.%2$I::pg_catalog.text FROM %3$s t
-         WHERE t.%1$I OPERATOR(pg_catalog.=) ANY (ARRAY(
-             SELECT b.id FROM %4$s b WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)))',
-        cfg.id_column, cfg.text_column, cfg.tbl, cfg.band_table)
-$$;
-
--- The rows at least `threshold` similar to doc, most similar first, through tbl's band table;
--- exclude_id (if given) is left out.
-CREATE FUNCTION @extschema@._minhash_similar(
-    cfg @extschema@.minhash_indexes,
-    doc text,
-    threshold float8,
-    max_results int,
-    exclude_id bigint DEFAULT NULL)
-RETURNS TABLE (id bigint, similarity float8)
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT l.id, l.similarity
-    FROM @extschema@._minhash_lookup(@extschema@._minhash_candidates_sql(cfg), doc, cfg.k,
-             cfg.ngram, cfg.unit, cfg.bands, cfg.rows_per_band, threshold, max_results,
-             exclude_id) l
-$$;
-
-CREATE FUNCTION @extschema@.minhash_similar(
-    tbl regclass,
-    doc text,
-    threshold float8 DEFAULT NULL,
-    max_results int DEFAULT NULL)
-RETURNS TABLE (id bigint, similarity float8)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
-BEGIN
-    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    IF max_results < 1 THEN
-        RAISE EXCEPTION 'max_results must be at least 1, got %', max_results
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    RETURN QUERY SELECT * FROM @extschema@._minhash_similar(cfg, doc, threshold, max_results);
-END $$;
-
 -- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
 -- with a text. They search it in memory (src/core/dedup.rs) rather than joining the band table
 -- with itself: signing the text again costs less than reading `bands` band rows per row, and
@@ -465,58 +412,4 @@ BEGIN
                 (SELECT coalesce(max(size), 0) FROM buckets),
                 (SELECT coalesce(jsonb_object_agg(label, n ORDER BY lo), ''{}'') FROM classes)',
         cfg.band_table);
-END $$;
-
-CREATE FUNCTION @extschema@.minhash_flag_duplicate()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes;
-    flag_column text := TG_ARGV[0];
-    threshold float8;
-    mode text := coalesce(TG_ARGV[2], 'flag');
-    doc text;
-    self_id bigint;
-    match_id bigint;
-    match_similarity float8;
-    row_json jsonb;
-BEGIN
-    IF TG_WHEN <> 'BEFORE' OR TG_LEVEL <> 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE') THEN
-        RAISE EXCEPTION 'minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW'
-            USING ERRCODE = 'trigger_protocol_violated';
-    END IF;
-    IF mode NOT IN ('flag', 'reject') THEN
-        RAISE EXCEPTION 'minhash_flag_duplicate() mode must be ''flag'' or ''reject'', not ''%''', mode
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    cfg := @extschema@._minhash_index(TG_RELID::regclass);
-    IF mode = 'flag' AND NOT EXISTS (
-        SELECT 1 FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attname = flag_column
-        AND a.attnum > 0 AND NOT a.attisdropped) THEN
-        RAISE EXCEPTION 'column "%" of table % does not exist', flag_column, TG_RELID::regclass
-            USING ERRCODE = 'undefined_column',
-                  HINT = 'The first trigger argument names the column that receives the duplicate''s id.';
-    END IF;
-    threshold := @extschema@._minhash_threshold(TG_ARGV[1]::float8, cfg.threshold);
-
-    -- to_jsonb needs no query planning, unlike a dynamic EXECUTE per row
-    row_json := to_jsonb(NEW);
-    doc := row_json ->> cfg.text_column;
-    self_id := (row_json ->> cfg.id_column)::bigint;
-    SELECT s.id, s.similarity INTO match_id, match_similarity
-    FROM @extschema@._minhash_similar(cfg, doc, threshold, 1, self_id) s;
-
-    IF mode = 'reject' THEN
-        IF match_id IS NOT NULL THEN
-            RAISE EXCEPTION 'row is a near-duplicate of an existing row of %', TG_RELID::regclass
-                USING ERRCODE = 'unique_violation',
-                      DETAIL = format('Row with %s = %s has similarity %s (threshold %s).',
-                                      cfg.id_column, match_id, round(match_similarity::numeric, 4),
-                                      threshold);
-        END IF;
-        RETURN NEW;
-    END IF;
-    RETURN jsonb_populate_record(NEW, jsonb_build_object(flag_column, match_id));
 END $$;

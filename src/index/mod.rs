@@ -4,34 +4,16 @@
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-
-use pgrx::spi::OwnedPreparedStatement;
-use pgrx::PgOid;
-
-use crate::core::bands::band_keys;
 use crate::core::components::components;
 use crate::core::dedup::{Corpus, Search};
-use crate::core::jaccard::ShingleSet;
 use crate::core::params::{check_k, Banding, Shingling};
-use crate::core::signature::EMPTY_SLOT;
 use crate::sql::error::{raise, OrRaise};
-use crate::sql::{array_arg, interrupts, SIGNER};
-
-/// Prepared candidate queries kept per backend (one per indexed table in use, in practice).
-const MAX_PREPARED: usize = 64;
-
-thread_local! {
-    /// The candidate query of each indexed table, planned once per backend: a lookup or a
-    /// flagged insert then costs no parsing or planning. PostgreSQL re-plans a kept plan by
-    /// itself when a table it reads changes.
-    static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
-}
+use crate::sql::{array_arg, interrupts};
 
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;
 
+mod lookup;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -119,79 +101,6 @@ fn load_corpus(
         cursor_name = name;
     }
     corpus
-}
-
-/// Internal to `minhash_similar` and `minhash_flag_duplicate`: the rows whose text is at least
-/// `threshold` similar to `doc`, most similar first (ties by id), at most `max_results` (all if
-/// NULL), leaving out `exclude_id`. `candidates_query` takes the band keys of `doc` as `$1`
-/// (int8[]) and returns `(id bigint, text)` of the rows sharing one; it is prepared once per
-/// backend and runs with the caller's rights.
-#[pg_extern(stable, parallel_safe)]
-#[allow(clippy::too_many_arguments)]
-fn _minhash_lookup(
-    candidates_query: &str,
-    doc: Option<&str>,
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
-    threshold: f64,
-    max_results: Option<i32>,
-    exclude_id: Option<i64>,
-) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
-    let Some(doc) = doc else {
-        return TableIterator::new(Vec::new());
-    };
-    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
-    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
-    if signature.iter().all(|&v| v == EMPTY_SLOT) {
-        // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
-        return TableIterator::new(Vec::new());
-    }
-    let keys: Vec<i64> = band_keys(&signature, banding)
-        .into_iter()
-        .map(|key| key as i64)
-        .collect();
-    let query_set = ShingleSet::new(doc, shingling, &mut interrupts);
-    // taken out of the cache while it runs, so a nested lookup cannot find it borrowed
-    let statement = PREPARED.with_borrow_mut(|cache| cache.remove(candidates_query));
-    let (statement, mut found) = Spi::connect(|client| -> pgrx::spi::Result<_> {
-        let statement = match statement {
-            Some(statement) => statement,
-            None => client
-                .prepare(
-                    candidates_query,
-                    &[PgOid::BuiltIn(pgrx::PgBuiltInOids::INT8ARRAYOID)],
-                )?
-                .keep(),
-        };
-        let mut found = Vec::new();
-        let mut candidate = ShingleSet::default();
-        let table = client.select(&statement, None, &[keys.into()])?;
-        for_each_row(table, |id, text| {
-            if Some(id) != exclude_id {
-                candidate.rebuild(text, shingling, &mut interrupts);
-                let similarity = candidate.jaccard(&query_set);
-                if similarity >= threshold {
-                    found.push((id, similarity));
-                }
-            }
-        })?;
-        Ok((statement, found))
-    })
-    .unwrap_or_else(|e| spi_failed(e));
-    PREPARED.with_borrow_mut(|cache| {
-        if cache.len() >= MAX_PREPARED {
-            cache.clear();
-        }
-        cache.insert(candidates_query.to_owned(), statement);
-    });
-    found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    if let Some(max) = max_results {
-        found.truncate(max.max(0) as usize);
-    }
-    TableIterator::new(found)
 }
 
 /// The checked signature length, shingling and banding of an index's catalog settings.

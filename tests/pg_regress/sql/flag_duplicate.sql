@@ -62,6 +62,10 @@ CREATE TRIGGER bad_threshold BEFORE INSERT ON questions
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '1.5');
 SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
 DROP TRIGGER bad_threshold ON questions;
+CREATE TRIGGER threshold_not_a_number BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', 'high');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
+DROP TRIGGER threshold_not_a_number ON questions;
 CREATE TRIGGER after_trigger AFTER INSERT ON questions
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
 SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
@@ -75,3 +79,28 @@ SELECT pg_temp.try($$INSERT INTO unindexed VALUES (1, 'x')$$);
 DROP TABLE unindexed;
 SELECT minhash_index_drop('questions');
 DROP TABLE questions;
+
+-- Any id column width, and a flag column of another type: the id goes through that type's
+-- input, so a value that does not fit is an error, not a wrong flag.
+CREATE TABLE posts (
+    id integer PRIMARY KEY,
+    title varchar(200),
+    dup_text text,
+    dup_small smallint);
+INSERT INTO posts VALUES (1, 'Cheap flights to Lisbon in May'), (70000, 'Best pizza in Naples, Italy');
+SELECT minhash_index_create('posts', 'id', 'title', threshold => 0.6) IS NOT NULL AS created;
+CREATE TRIGGER flag_text BEFORE INSERT OR UPDATE ON posts
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_text');
+CREATE TRIGGER flag_small BEFORE INSERT OR UPDATE ON posts
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_small');
+INSERT INTO posts (id, title) VALUES (7, 'Cheap flights to Lisbon in June') RETURNING *;
+SELECT pg_temp.try($$INSERT INTO posts (id, title) VALUES (8, 'Best pizza in Naples, Italy!')$$);
+-- NULL texts are never duplicates
+INSERT INTO posts (id, title) VALUES (9, NULL) RETURNING *;
+UPDATE posts SET title = 'Cheap flights to Lisbon in July' WHERE id = 7 RETURNING *;
+-- A renamed indexed column is named in the error.
+ALTER TABLE posts RENAME COLUMN title TO headline;
+SELECT pg_temp.try($$INSERT INTO posts (id, headline) VALUES (10, 'Anything')$$);
+ALTER TABLE posts RENAME COLUMN headline TO title;
+SELECT minhash_index_drop('posts');
+DROP TABLE posts;

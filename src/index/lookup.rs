@@ -1,0 +1,562 @@
+//! One text looked up in one indexed table: `minhash_similar` and the `minhash_flag_duplicate`
+//! trigger. Both run once per query or inserted row, so everything here is in Rust and reuses
+//! per-backend state: the catalog row is read and the candidates fetched through statements
+//! prepared once per backend, and no PL/pgSQL or SQL function runs in between.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::num::NonZeroUsize;
+
+use pgrx::callconv::{Arg, ArgAbi};
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::pgrx_sql_entity_graph::metadata::{
+    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
+};
+use pgrx::prelude::*;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient};
+use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
+
+use crate::core::bands::band_keys;
+use crate::core::jaccard::ShingleSet;
+use crate::core::params::{check_k, Banding, Shingling};
+use crate::core::signature::EMPTY_SLOT;
+use crate::sql::error::{raise, OrRaise};
+use crate::sql::{interrupts, SIGNER};
+
+use super::{for_each_row, spi_failed};
+
+/// Prepared statements kept per backend: the catalog query and one candidate query per
+/// indexed table in use, in practice.
+const MAX_PREPARED: usize = 64;
+
+thread_local! {
+    /// Statements planned once per backend, by query text: a lookup or a flagged insert then
+    /// costs no parsing or planning. PostgreSQL re-plans a kept plan by itself when a table it
+    /// reads changes; a renamed table or column changes the text, so it gets a new statement.
+    static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+}
+
+/// A `regclass` argument, taken as the table's OID without opening the table.
+#[derive(Clone, Copy)]
+pub(crate) struct Regclass(pg_sys::Oid);
+
+impl FromDatum for Regclass {
+    unsafe fn from_polymorphic_datum(
+        datum: pg_sys::Datum,
+        is_null: bool,
+        _: pg_sys::Oid,
+    ) -> Option<Self> {
+        // SAFETY: a regclass datum is an OID datum.
+        (!is_null)
+            .then(|| Regclass(unsafe { pg_sys::Oid::from_datum(datum, false) }.expect("not NULL")))
+    }
+}
+
+// SAFETY: a regclass argument is unboxed from its OID datum.
+unsafe impl<'fcx> ArgAbi<'fcx> for Regclass {
+    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+        // SAFETY: PostgreSQL passes a regclass datum, as the SQL signature says.
+        unsafe { arg.unbox_arg_using_from_datum() }.expect("a non-NULL regclass")
+    }
+}
+
+// SAFETY: the SQL type is regclass, an OID.
+unsafe impl SqlTranslatable for Regclass {
+    const TYPE_IDENT: &'static str = <pgrx::PgRelation as SqlTranslatable>::TYPE_IDENT;
+    const TYPE_ORIGIN: TypeOrigin = <pgrx::PgRelation as SqlTranslatable>::TYPE_ORIGIN;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> =
+        <pgrx::PgRelation as SqlTranslatable>::ARGUMENT_SQL;
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> =
+        <pgrx::PgRelation as SqlTranslatable>::RETURN_SQL;
+}
+
+/// What a lookup needs of a table's `minhash_indexes` row.
+struct IndexConfig {
+    tbl: pg_sys::Oid,
+    id_column: String,
+    text_column: String,
+    band_table: pg_sys::Oid,
+    k: usize,
+    shingling: Shingling,
+    banding: Banding,
+    threshold: f64,
+}
+
+impl IndexConfig {
+    /// The catalog row of `tbl`, read through the catalog of the extension whose function
+    /// `fn_oid` is running; 42704 if the table has none.
+    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> IndexConfig {
+        // SAFETY: the OID of the function running now, whose pg_proc row exists.
+        let schema = unsafe { pg_sys::get_namespace_name(pg_sys::get_func_namespace(fn_oid)) };
+        // SAFETY: get_namespace_name returns a palloc'd C string for an existing schema.
+        let schema = quote_ident(unsafe { CStr::from_ptr(schema) });
+        let sql = format!(
+            "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
+                    i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
+                    i.rows_per_band
+             FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
+        );
+        let row = with_prepared(client, &sql, PgBuiltInOids::OIDOID, tbl.into(), |table| {
+            if table.is_empty() {
+                return Ok(None);
+            }
+            let row = table.first();
+            let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
+            let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
+            Ok(Some((
+                (text(1)?, text(2)?),
+                row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                (int(4)?, int(5)?, text(6)?),
+                row.get::<f64>(7)?.expect("NOT NULL column"),
+                (int(8)?, int(9)?),
+            )))
+        });
+        let Some(((id_column, text_column), band_table, (k, ngram, unit), threshold, banding)) =
+            row
+        else {
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("table {} has no minhash index", regclass_name(tbl)),
+                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
+            );
+        };
+        let k = check_k(k).or_raise();
+        IndexConfig {
+            tbl,
+            id_column,
+            text_column,
+            band_table,
+            k,
+            shingling: Shingling::new(ngram, &unit).or_raise(),
+            banding: Banding::new(k, banding.0, Some(banding.1)).or_raise(),
+            threshold,
+        }
+    }
+
+    /// The query that returns `(id, text)` of the rows sharing one of the band keys `$1`
+    /// (int8[]). Candidate ids come from the band table's `(key) INCLUDE (id)` index alone
+    /// (an index-only scan); one primary-key scan over the sorted, de-duplicated ids then
+    /// fetches the texts.
+    fn candidates_sql(&self) -> String {
+        let (id, text) = (
+            quote_ident_str(&self.id_column),
+            quote_ident_str(&self.text_column),
+        );
+        format!(
+            "SELECT t.{id}::pg_catalog.int8, t.{text}::pg_catalog.text FROM {tbl} t
+             WHERE t.{id} OPERATOR(pg_catalog.=) ANY (ARRAY(
+                 SELECT b.id FROM {bands} b WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)))",
+            tbl = qualified_name(self.tbl),
+            bands = qualified_name(self.band_table),
+        )
+    }
+
+    /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
+    /// out `exclude_id`.
+    fn similar(
+        &self,
+        client: &SpiClient<'_>,
+        doc: &str,
+        threshold: f64,
+        exclude_id: Option<i64>,
+    ) -> Vec<(i64, f64)> {
+        let signature =
+            SIGNER.with_borrow_mut(|s| s.signature(doc, self.k, self.shingling, &mut interrupts));
+        if signature.iter().all(|&v| v == EMPTY_SLOT) {
+            // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
+            return Vec::new();
+        }
+        let keys: Vec<i64> = band_keys(&signature, self.banding)
+            .into_iter()
+            .map(|key| key as i64)
+            .collect();
+        let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
+        let mut candidate = ShingleSet::default();
+        let mut found = Vec::new();
+        let array = PgBuiltInOids::INT8ARRAYOID;
+        with_prepared(
+            client,
+            &self.candidates_sql(),
+            array,
+            keys.into(),
+            |table| {
+                for_each_row(table, |id, text| {
+                    if Some(id) != exclude_id {
+                        candidate.rebuild(text, self.shingling, &mut interrupts);
+                        let similarity = candidate.jaccard(&query_set);
+                        if similarity >= threshold {
+                            found.push((id, similarity));
+                        }
+                    }
+                })
+            },
+        );
+        found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found
+    }
+}
+
+/// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result
+/// to `read`. The statement is prepared on first use and kept for the backend.
+fn with_prepared<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    param_type: PgBuiltInOids,
+    param: pgrx::datum::DatumWithOid<'_>,
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
+    // taken out of the cache while it runs, so a nested lookup cannot find it borrowed
+    let kept = PREPARED.with_borrow_mut(|cache| cache.remove(sql));
+    let run = || -> pgrx::spi::Result<(OwnedPreparedStatement, T)> {
+        let statement = match kept {
+            Some(statement) => statement,
+            None => client.prepare(sql, &[PgOid::BuiltIn(param_type)])?.keep(),
+        };
+        let result = read(client.select(&statement, None, &[param])?)?;
+        Ok((statement, result))
+    };
+    let (statement, result) = run().unwrap_or_else(|e| spi_failed(e));
+    PREPARED.with_borrow_mut(|cache| {
+        if cache.len() >= MAX_PREPARED {
+            cache.clear();
+        }
+        cache.insert(sql.to_owned(), statement);
+    });
+    result
+}
+
+/// A table's name for messages: schema-qualified, quoted as needed, like the other functions'
+/// messages print a regclass (they run with `search_path = pg_catalog`). `None` if the table no
+/// longer exists.
+fn qualified(rel: pg_sys::Oid) -> Option<String> {
+    // SAFETY: both lookups return NULL (checked) or a palloc'd C string.
+    unsafe {
+        let name = pg_sys::get_rel_name(rel);
+        let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(rel));
+        (!name.is_null() && !schema.is_null()).then(|| {
+            CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, name))
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+/// [`qualified`], or the OID as a number (as `regclass` prints one) for a dropped table.
+fn regclass_name(tbl: pg_sys::Oid) -> String {
+    qualified(tbl).unwrap_or_else(|| tbl.to_u32().to_string())
+}
+
+/// [`qualified`] for a table a query reads; 42P01 if it no longer exists.
+fn qualified_name(rel: pg_sys::Oid) -> String {
+    qualified(rel).unwrap_or_else(|| {
+        raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+            format!("relation with OID {} does not exist", rel.to_u32()),
+            Some(
+                "The minhash index refers to a dropped table; drop it with minhash_index_drop()."
+                    .into(),
+            ),
+        )
+    })
+}
+
+fn quote_ident(ident: &CStr) -> String {
+    // SAFETY: quote_identifier returns its argument or a palloc'd quoted copy.
+    unsafe { CStr::from_ptr(pg_sys::quote_identifier(ident.as_ptr())) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn quote_ident_str(ident: &str) -> String {
+    quote_ident(&CString::new(ident).expect("identifiers have no NUL"))
+}
+
+/// A float8 as PostgreSQL prints it (`1e+20`, `Infinity`, `NaN`).
+fn float8_text(v: f64) -> String {
+    // SAFETY: float8out takes any float8.
+    let text: &CStr = unsafe {
+        pgrx::direct_function_call(pg_sys::float8out, &[v.into_datum()]).expect("not NULL")
+    };
+    text.to_string_lossy().into_owned()
+}
+
+/// A threshold argument: NULL means the index's own; otherwise it must lie in (0, 1].
+fn checked_threshold(threshold: Option<f64>, index_threshold: f64) -> f64 {
+    match threshold {
+        None => index_threshold,
+        Some(t) if t > 0.0 && t <= 1.0 => t,
+        Some(t) => raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "threshold must be greater than 0 and at most 1, got {}",
+                float8_text(t)
+            ),
+            None,
+        ),
+    }
+}
+
+/// The rows of `tbl` whose text is at least `threshold` similar to `doc` (default: the index's
+/// threshold), most similar first, at most `max_results` of them (default: all).
+#[pg_extern(stable, parallel_safe)]
+fn minhash_similar(
+    tbl: Option<Regclass>,
+    doc: Option<&str>,
+    threshold: default!(Option<f64>, "NULL"),
+    max_results: default!(Option<i32>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
+    let Some(Regclass(tbl)) = tbl else {
+        raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "tbl must not be NULL",
+            None,
+        );
+    };
+    // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo names the function.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    let found = Spi::connect(|client| {
+        let cfg = IndexConfig::read(client, fn_oid, tbl);
+        let threshold = checked_threshold(threshold, cfg.threshold);
+        if let Some(max) = max_results.filter(|&m| m < 1) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("max_results must be at least 1, got {max}"),
+                None,
+            );
+        }
+        let mut found = doc.map_or_else(Vec::new, |doc| cfg.similar(client, doc, threshold, None));
+        if let Some(max) = max_results {
+            found.truncate(max as usize);
+        }
+        found
+    });
+    TableIterator::new(found)
+}
+
+/// The query `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl`'s candidates
+/// (see `IndexConfig::candidates_sql`); shown so its plan can be checked.
+#[pg_extern(stable, strict, parallel_safe)]
+fn _minhash_candidates_sql(tbl: Regclass, fcinfo: pg_sys::FunctionCallInfo) -> String {
+    // SAFETY: as in minhash_similar.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    Spi::connect(|client| IndexConfig::read(client, fn_oid, tbl.0).candidates_sql())
+}
+
+/// What the trigger was created with: `(column, threshold, mode)`.
+enum FlagMode {
+    /// Set this column (attribute number, type) of the new row to the most similar row's id.
+    Flag(usize, pg_sys::Oid, i32),
+    /// Refuse near-duplicates.
+    Reject,
+}
+
+/// Trigger function for `BEFORE INSERT OR UPDATE ... FOR EACH ROW`, with arguments `(column,
+/// threshold, mode)`: in `'flag'` mode (the default) `column` of the new row gets the id of the
+/// most similar other row at or above `threshold` (default: the index's), or NULL; in
+/// `'reject'` mode such a row is refused with SQLSTATE 23505.
+#[pg_trigger]
+fn minhash_flag_duplicate<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, std::convert::Infallible> {
+    let data = trigger.trigger_data();
+    let event = data.tg_event;
+    let before = event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE;
+    let row = event & pg_sys::TRIGGER_EVENT_ROW != 0;
+    let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+    let update = op == pg_sys::TRIGGER_EVENT_UPDATE;
+    if !(before && row && (op == pg_sys::TRIGGER_EVENT_INSERT || update)) {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW",
+            None,
+        );
+    }
+    let args = trigger_args(trigger.trigger());
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires.
+    let (tbl, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    let mode = match arg(2).unwrap_or("flag") {
+        "flag" => None,
+        "reject" => Some(FlagMode::Reject),
+        other => raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("minhash_flag_duplicate() mode must be 'flag' or 'reject', not '{other}'"),
+            None,
+        ),
+    };
+    // SAFETY: INSERT row triggers get the new row as tg_trigtuple, UPDATE ones as tg_newtuple.
+    let tuple = if update {
+        data.tg_newtuple
+    } else {
+        data.tg_trigtuple
+    };
+    let (id_column, mode, threshold, best) = Spi::connect(|client| {
+        let cfg = IndexConfig::read(client, trigger.trigger().tgfoid, tbl);
+        let mode = mode.unwrap_or_else(|| {
+            let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
+            FlagMode::Flag(attno, typid, typmod)
+        });
+        let threshold = checked_threshold(arg(1).map(float8_in), cfg.threshold);
+        let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
+        let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
+        // SAFETY: the attribute numbers and types come from this tuple's descriptor.
+        let (doc, self_id) = unsafe {
+            (
+                text_attribute(tuple, tupdesc, text_attno),
+                id_attribute(tuple, tupdesc, id_attno, id_type),
+            )
+        };
+        let best = doc.and_then(|doc| {
+            let exclude = if update { self_id } else { None };
+            cfg.similar(client, doc, threshold, exclude)
+                .into_iter()
+                .next()
+        });
+        (cfg.id_column, mode, threshold, best)
+    });
+    let new = trigger
+        .new()
+        .expect("INSERT and UPDATE row triggers have a new row")
+        .into_owned();
+    match mode {
+        FlagMode::Reject => {
+            if let Some((id, similarity)) = best {
+                ErrorReport::new(
+                    PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+                    format!(
+                        "row is a near-duplicate of an existing row of {}",
+                        regclass_name(tbl)
+                    ),
+                    "pg_minhash",
+                )
+                .set_detail(format!(
+                    "Row with {id_column} = {id} has similarity {similarity:.4} (threshold {}).",
+                    float8_text(threshold)
+                ))
+                .report(PgLogLevel::ERROR);
+            }
+            Ok(Some(new))
+        }
+        FlagMode::Flag(attno, typid, typmod) => {
+            let mut new = new;
+            let datum = best.map(|(id, _)| id_datum(id, typid, typmod));
+            let attno = NonZeroUsize::new(attno).expect("attribute numbers start at 1");
+            // SAFETY: `datum` was made by the input function of the column's own type.
+            unsafe { new.set_by_index_unchecked(attno, datum) };
+            Ok(Some(new))
+        }
+    }
+}
+
+const FLAG_HINT: &str =
+    "The first trigger argument names the column that receives the duplicate's id.";
+const COLUMNS_HINT: &str =
+    "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
+
+/// The trigger's arguments as given to CREATE TRIGGER.
+fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
+    (0..trigger.tgnargs as usize)
+        // SAFETY: tgargs holds tgnargs C strings.
+        .map(|i| {
+            unsafe { CStr::from_ptr(*trigger.tgargs.add(i)) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+/// `(attribute number, type, typmod)` of the live column `name`; 42703 naming the table if
+/// there is none.
+fn column(
+    tupdesc: pg_sys::TupleDesc,
+    tbl: pg_sys::Oid,
+    name: &str,
+    hint: &str,
+) -> (usize, pg_sys::Oid, i32) {
+    // SAFETY: a valid descriptor of `natts` attributes.
+    let attributes = unsafe { (*tupdesc).attrs.as_slice((*tupdesc).natts as usize) };
+    attributes
+        .iter()
+        .enumerate()
+        .find(|(_, a)| !a.attisdropped && pgrx::name_data_to_str(&a.attname) == name)
+        .map(|(i, a)| (i + 1, a.atttypid, a.atttypmod))
+        .unwrap_or_else(|| {
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+                format!(
+                    "column \"{name}\" of table {} does not exist",
+                    regclass_name(tbl)
+                ),
+                Some(hint.into()),
+            )
+        })
+}
+
+/// A text or varchar attribute, NULL as None.
+///
+/// # Safety
+/// `attno` is a text or varchar attribute of `tupdesc`, which describes `tuple`.
+unsafe fn text_attribute<'t>(
+    tuple: *mut pg_sys::HeapTupleData,
+    tupdesc: pg_sys::TupleDesc,
+    attno: usize,
+) -> Option<&'t str> {
+    let mut is_null = false;
+    // SAFETY: per the contract; text and varchar share one representation.
+    unsafe {
+        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+        <&str as FromDatum>::from_datum(datum, is_null)
+    }
+}
+
+/// A smallint, integer or bigint attribute as i64, NULL as None.
+///
+/// # Safety
+/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`.
+unsafe fn id_attribute(
+    tuple: *mut pg_sys::HeapTupleData,
+    tupdesc: pg_sys::TupleDesc,
+    attno: usize,
+    typid: pg_sys::Oid,
+) -> Option<i64> {
+    let mut is_null = false;
+    // SAFETY: per the contract.
+    let datum = unsafe { pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null) };
+    if is_null {
+        return None;
+    }
+    // SAFETY: the datum has the type matched.
+    unsafe {
+        match typid {
+            pg_sys::INT2OID => i16::from_datum(datum, false).map(i64::from),
+            pg_sys::INT4OID => i32::from_datum(datum, false).map(i64::from),
+            _ => i64::from_datum(datum, false),
+        }
+    }
+}
+
+/// A trigger's threshold argument, parsed as `'...'::float8` would (22P02 if it is not a number).
+fn float8_in(text: &str) -> f64 {
+    let text = CString::new(text).expect("trigger arguments have no NUL");
+    // SAFETY: float8in takes a C string.
+    unsafe { pgrx::direct_function_call(pg_sys::float8in, &[text.as_c_str().into_datum()]) }
+        .expect("float8in returns a number")
+}
+
+/// The id `id` as a value of the flag column's type, through that type's input function: an
+/// integer column of any width, numeric, text, or a domain over one (with its checks).
+fn id_datum(id: i64, typid: pg_sys::Oid, typmod: i32) -> pg_sys::Datum {
+    if typid == pg_sys::INT8OID {
+        return id.into();
+    }
+    let text = CString::new(id.to_string()).expect("digits");
+    let (mut input, mut ioparam) = (pg_sys::Oid::INVALID, pg_sys::Oid::INVALID);
+    // SAFETY: the type exists (it is a column's); the input function takes a C string.
+    unsafe {
+        pg_sys::getTypeInputInfo(typid, &mut input, &mut ioparam);
+        pg_sys::OidInputFunctionCall(input, text.as_ptr() as *mut _, ioparam, typmod)
+    }
+}
