@@ -72,21 +72,24 @@ BEGIN
     RETURN threshold;
 END $$;
 
--- The SELECT that yields (id, key) band rows for the rows of `source` (a table or transition
--- table) with columns id_column and text_column. NULL and empty texts are not indexed: an empty
--- document has the all-0xFFFFFFFF signature, and a non-empty one has it with probability 2^-32k.
+-- The SELECT that yields (id, key, sketch1, sketch2) band rows for the rows of `source` (a table
+-- or transition table) with columns id_column and text_column. NULL and empty texts are not
+-- indexed (see _minhash_band_values in src/index/mod.rs). OFFSET 0 keeps the subquery whole,
+-- so each text is signed once rather than once per reference to `v`.
 CREATE FUNCTION @extschema@._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT format(
-        'SELECT s.id, pg_catalog.unnest(@extschema@.lsh_bands(s.sig, %s, %s)) AS key
-         FROM (SELECT d.%I::bigint AS id, @extschema@.minhash(d.%I, %s, %s, %L) AS sig
-               FROM %s d WHERE d.%I IS NOT NULL) s
-         WHERE s.sig OPERATOR(pg_catalog.<>) pg_catalog.array_fill(-1, ARRAY[%s])',
-        cfg.bands, cfg.rows_per_band, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram,
-        cfg.unit, source, cfg.text_column, cfg.k)
+        'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
+                s.v[%1$s + 2] AS sketch2
+         FROM (SELECT d.%2$I::bigint AS id,
+                      @extschema@._minhash_band_values(d.%3$I, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+               FROM %8$s d OFFSET 0) s
+         WHERE s.v IS NOT NULL',
+        cfg.bands, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram, cfg.unit,
+        cfg.rows_per_band, source)
 $$;
 
 -- Fills the (empty) band table of tbl from its rows in ten set-based chunks of ascending ids,
@@ -112,7 +115,7 @@ BEGIN
         EXECUTE format(
             'WITH chunk AS MATERIALIZED (
                  SELECT * FROM %1$s WHERE %2$I > $1 ORDER BY %2$I LIMIT $2),
-             added AS (INSERT INTO %3$s (id, key) %4$s)
+             added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
              SELECT count(*), max(%2$I) FROM chunk',
             tbl, cfg.id_column, cfg.band_table, @extschema@._minhash_band_rows_sql(cfg, 'chunk'))
             USING last_id, chunk INTO n, last_id;
@@ -227,7 +230,9 @@ BEGIN
         RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
             USING ERRCODE = 'duplicate_table';
     END IF;
-    EXECUTE format('CREATE TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL)', rel.nspname, band_name);
+    -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
+    EXECUTE format('CREATE TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL,
+                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)', rel.nspname, band_name);
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -238,20 +243,20 @@ BEGIN
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
 
     -- The sync function: one per table, so it can run as the table owner (see the top). An
-    -- UPDATE that leaves a row's id and text alone leaves its band rows alone.
+    -- UPDATE that leaves a row's id and text alone leaves its band rows alone. A row's band rows
+    -- are found again from its old text through the (key, id) index, so the band table needs
+    -- no index on id of its own.
     EXECUTE format($f$
         CREATE FUNCTION %1$s RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $body$
         BEGIN
             IF TG_OP = 'INSERT' THEN
-                INSERT INTO %2$s (id, key) %3$s;
+                INSERT INTO %2$s (id, key, sketch1, sketch2) %3$s;
             ELSIF TG_OP = 'DELETE' THEN
-                DELETE FROM %2$s b USING old_rows o WHERE b.id = o.%5$I;
+                DELETE FROM %2$s b USING (%5$s) o WHERE b.key = o.key AND b.id = o.id;
             ELSIF TG_OP = 'UPDATE' THEN
-                DELETE FROM %2$s b USING old_rows o WHERE b.id = o.%5$I
-                    AND NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.%5$I = o.%5$I
-                                    AND n.%6$I IS NOT DISTINCT FROM o.%6$I);
-                INSERT INTO %2$s (id, key) %4$s;
+                DELETE FROM %2$s b USING (%6$s) o WHERE b.key = o.key AND b.id = o.id;
+                INSERT INTO %2$s (id, key, sketch1, sketch2) %4$s;
             ELSE
                 TRUNCATE %2$s;
             END IF;
@@ -263,7 +268,11 @@ BEGIN
             '(SELECT n.* FROM new_rows n WHERE NOT EXISTS (
                 SELECT 1 FROM old_rows o WHERE o.%1$I = n.%1$I
                 AND o.%2$I IS NOT DISTINCT FROM n.%2$I))', id_column, text_column)),
-        id_column, text_column);
+        @extschema@._minhash_band_rows_sql(cfg, 'old_rows'),
+        @extschema@._minhash_band_rows_sql(cfg, format(
+            '(SELECT o.* FROM old_rows o WHERE NOT EXISTS (
+                SELECT 1 FROM new_rows n WHERE n.%1$I = o.%1$I
+                AND n.%2$I IS NOT DISTINCT FROM o.%2$I))', id_column, text_column)));
 
     -- WHEN ties each trigger to the extension (see _minhash_installed in src/index/mod.rs)
     EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
@@ -283,9 +292,9 @@ BEGIN
                     EXECUTE FUNCTION %s', tbl, sync_fn);
 
     PERFORM @extschema@._minhash_backfill(tbl);
-    -- id INCLUDEd: a lookup reads candidate ids from the index alone (an index-only scan)
-    EXECUTE format('CREATE INDEX ON %s (key) INCLUDE (id)', band);
-    EXECUTE format('CREATE INDEX ON %s (id)', band);
+    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
+    -- sync function deletes band rows through it.
+    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
     EXECUTE format('ANALYZE %s', band);
 
     -- Whoever may read the table may read its band keys.
@@ -341,7 +350,7 @@ DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
 BEGIN
     RETURN QUERY EXECUTE format(
-        'WITH expected AS (%1$s), actual AS (SELECT id, key FROM %2$s)
+        'WITH expected AS (%1$s), actual AS (SELECT id, key, sketch1, sketch2 FROM %2$s)
          SELECT (SELECT count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
                 (SELECT count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o)',
         @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table);

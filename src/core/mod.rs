@@ -14,6 +14,7 @@ pub mod params;
 pub mod shingle;
 pub mod signature;
 mod simd;
+pub mod sketch;
 
 #[cfg(any(test, feature = "pg_test"))]
 pub mod testing;

@@ -22,10 +22,15 @@ use crate::core::bands::band_keys;
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::{check_k, Banding, Shingling};
 use crate::core::signature::EMPTY_SLOT;
+use crate::core::sketch::{band_sketch, equal_bits, min_equal_bits};
 use crate::sql::error::{raise, OrRaise};
 use crate::sql::{interrupts, SIGNER};
 
 use super::{for_each_row, spi_failed};
+
+/// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
+/// below what the banding itself misses at the threshold (1% by default, see `lsh_params`).
+const SKETCH_MISS_PROBABILITY: f64 = 1e-6;
 
 /// Prepared statements kept per backend: the catalog query and one candidate query per
 /// indexed table in use, in practice.
@@ -135,26 +140,33 @@ impl IndexConfig {
         }
     }
 
-    /// The query that returns `(id, text)` of the rows sharing one of the band keys `$1`
-    /// (int8[]). Candidate ids come from the band table's `(key) INCLUDE (id)` index alone
-    /// (an index-only scan); one primary-key scan over the sorted, de-duplicated ids then
-    /// fetches the texts.
-    fn candidates_sql(&self) -> String {
+    /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
+    /// of the band rows with one of the keys `$1`, read from the band table's `(key) INCLUDE
+    /// (id, sketch1, sketch2)` index alone (an index-only scan); then `(id, text)` of the rows
+    /// with the ids `$1`, through the table's unique index on the id.
+    fn lookup_sql(&self) -> [String; 2] {
         let (id, text) = (
             quote_ident_str(&self.id_column),
             quote_ident_str(&self.text_column),
         );
-        format!(
-            "SELECT t.{id}::pg_catalog.int8, t.{text}::pg_catalog.text FROM {tbl} t
-             WHERE t.{id} OPERATOR(pg_catalog.=) ANY (ARRAY(
-                 SELECT b.id FROM {bands} b WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)))",
-            tbl = qualified_name(self.tbl),
-            bands = qualified_name(self.band_table),
-        )
+        [
+            format!(
+                "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
+                 WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
+                bands = qualified_name(self.band_table),
+            ),
+            format!(
+                "SELECT t.{id}::pg_catalog.int8, t.{text}::pg_catalog.text FROM {tbl} t
+                 WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",
+                tbl = qualified_name(self.tbl),
+            ),
+        ]
     }
 
     /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
-    /// out `exclude_id`.
+    /// out `exclude_id`. A row sharing a band key with `doc` is fetched and verified only if its
+    /// band sketch agrees with `doc`'s in enough bits (`core::sketch`): that drops a row at or
+    /// above the threshold with probability at most [`SKETCH_MISS_PROBABILITY`].
     fn similar(
         &self,
         client: &SpiClient<'_>,
@@ -172,27 +184,43 @@ impl IndexConfig {
             .into_iter()
             .map(|key| key as i64)
             .collect();
+        let sketch = band_sketch(&signature);
+        let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
+        let [bands_sql, rows_sql] = self.lookup_sql();
+        let array = PgBuiltInOids::INT8ARRAYOID;
+        let mut ids = with_prepared(client, &bands_sql, array, keys.into(), |table| {
+            let mut ids = Vec::new();
+            for row in table {
+                let (Some(id), Some(s1), Some(s2)) =
+                    (row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?)
+                else {
+                    continue;
+                };
+                if Some(id) != exclude_id
+                    && equal_bits(sketch, [s1 as u64, s2 as u64], self.k) >= min_bits
+                {
+                    ids.push(id);
+                }
+            }
+            Ok(ids)
+        });
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        ids.sort_unstable();
+        ids.dedup();
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         let mut found = Vec::new();
-        let array = PgBuiltInOids::INT8ARRAYOID;
-        with_prepared(
-            client,
-            &self.candidates_sql(),
-            array,
-            keys.into(),
-            |table| {
-                for_each_row(table, |id, text| {
-                    if Some(id) != exclude_id {
-                        candidate.rebuild(text, self.shingling, &mut interrupts);
-                        let similarity = candidate.jaccard(&query_set);
-                        if similarity >= threshold {
-                            found.push((id, similarity));
-                        }
-                    }
-                })
-            },
-        );
+        with_prepared(client, &rows_sql, array, ids.into(), |table| {
+            for_each_row(table, |id, text| {
+                candidate.rebuild(text, self.shingling, &mut interrupts);
+                let similarity = candidate.jaccard(&query_set);
+                if similarity >= threshold {
+                    found.push((id, similarity));
+                }
+            })
+        });
         found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found
     }
@@ -336,13 +364,18 @@ fn minhash_similar(
     TableIterator::new(found)
 }
 
-/// The query `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl`'s candidates
-/// (see `IndexConfig::candidates_sql`); shown so its plan can be checked.
+/// The two queries `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl` (see
+/// `IndexConfig::lookup_sql`), named `bands` and `rows`; shown so their plans can be checked.
 #[pg_extern(stable, strict, parallel_safe)]
-fn _minhash_candidates_sql(tbl: Regclass, fcinfo: pg_sys::FunctionCallInfo) -> String {
+fn _minhash_lookup_sql(
+    tbl: Regclass,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<'static, (name!(step, String), name!(query, String))> {
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
-    Spi::connect(|client| IndexConfig::read(client, fn_oid, tbl.0).candidates_sql())
+    let [bands, rows] =
+        Spi::connect(|client| IndexConfig::read(client, fn_oid, tbl.0).lookup_sql());
+    TableIterator::new([("bands".to_owned(), bands), ("rows".to_owned(), rows)])
 }
 
 /// What the trigger was created with: `(column, threshold, mode)`.

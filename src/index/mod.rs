@@ -4,11 +4,14 @@
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
+use crate::core::bands::band_keys;
 use crate::core::components::components;
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::{check_k, Banding, Shingling};
+use crate::core::signature::EMPTY_SLOT;
+use crate::core::sketch::band_sketch;
 use crate::sql::error::{raise, OrRaise};
-use crate::sql::{array_arg, interrupts};
+use crate::sql::{array_arg, interrupts, SIGNER};
 
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;
@@ -27,6 +30,33 @@ pgrx::extension_sql_file!("../../sql/index.sql", name = "managed_index", finaliz
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _minhash_installed() -> bool {
     true
+}
+
+/// What the band table holds for one text under an index's settings: its `bands` band keys,
+/// then its band sketch (`core::sketch`) as two int8. NULL for a text without shingles, which
+/// is not indexed: its signature is all 0xFFFFFFFF, which a text with shingles has only with
+/// probability 2^-32k. One array rather than a set of rows: returning it costs less than
+/// returning rows one by one, and the band-row SQL unnests it.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _minhash_band_values(
+    doc: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> Option<Vec<i64>> {
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
+    if signature.iter().all(|&v| v == EMPTY_SLOT) {
+        return None;
+    }
+    let mut values: Vec<i64> = band_keys(&signature, banding)
+        .into_iter()
+        .map(|key| key as i64)
+        .collect();
+    values.extend(band_sketch(&signature).map(|w| w as i64));
+    Some(values)
 }
 
 /// Connected components of the graph with edges `id_a[i] -- id_b[i]`: every node of a component

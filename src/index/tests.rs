@@ -119,6 +119,26 @@ mod tests {
             truth.len()
         );
 
+        // a lookup of every row finds the same pairs: its sketch filter drops none of them
+        let looked_up: HashSet<(i64, i64)> = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT c.id, s.id FROM corpus c
+                     CROSS JOIN LATERAL minhash_similar('corpus', c.body) s WHERE s.id <> c.id",
+                    None,
+                    &[],
+                )
+                .unwrap()
+                .map(|row| {
+                    let (a, b): (i64, i64) =
+                        (row.get(1).unwrap().unwrap(), row.get(2).unwrap().unwrap());
+                    (a.min(b), a.max(b))
+                })
+                .collect()
+        });
+        let batch: HashSet<(i64, i64)> = found.iter().map(|&(a, b, _)| (a, b)).collect();
+        assert_eq!(looked_up, batch);
+
         // clusters are exactly the connected components of those pairs
         let clusters: Vec<(i64, i64)> = Spi::connect(|client| {
             client

@@ -56,15 +56,18 @@ ROLLBACK;
 -- Health: rows, keys, buckets, the largest bucket and bucket sizes in power-of-two classes.
 SELECT * FROM minhash_index_stats('articles');
 
--- The candidate query minhash_similar and the insert trigger prepare: candidate ids come from
--- the (key) INCLUDE (id) index alone, then each candidate's text by the table's primary key.
-SELECT format('PREPARE lookup(int8[]) AS %s', _minhash_candidates_sql('articles')) \gexec
+-- The two queries minhash_similar and the insert trigger prepare: candidates with their
+-- sketches from the (key, id) INCLUDE (sketch1, sketch2) index alone, then the texts of those
+-- the sketch keeps by the table's primary key.
+SELECT format('PREPARE %s(int8[]) AS %s', step, query) FROM _minhash_lookup_sql('articles') \gexec
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
-EXPLAIN (COSTS OFF) EXECUTE lookup(lsh_bands(minhash('some text'), 16, 6));
+EXPLAIN (COSTS OFF) EXECUTE bands(lsh_bands(minhash('some text'), 16, 6));
+EXPLAIN (COSTS OFF) EXECUTE rows(ARRAY[1, 2]);
 RESET enable_seqscan;
 RESET enable_bitmapscan;
-DEALLOCATE lookup;
+DEALLOCATE bands;
+DEALLOCATE rows;
 
 -- 10,000 copies of one text form one cluster; a text is stored once however many rows have it,
 -- so this costs one signature and no verification, rather than 50 million.

@@ -61,7 +61,11 @@ SELECT * FROM health, indexed;
 ALTER TABLE notes DISABLE TRIGGER minhash_sync_insert;
 INSERT INTO notes VALUES (2, 'written while the trigger was off');
 ALTER TABLE notes ENABLE TRIGGER minhash_sync_insert;
-INSERT INTO notes_minhash_bands VALUES (99, 12345);
+INSERT INTO notes_minhash_bands VALUES (99, 12345, 0, 0);
+SELECT * FROM health;
+-- a wrong sketch is damage too: one band row of row 1 missing, one orphaned
+UPDATE notes_minhash_bands SET sketch2 = sketch2 # 1
+WHERE ctid = (SELECT min(ctid) FROM notes_minhash_bands WHERE id = 1);
 SELECT * FROM health;
 SELECT minhash_index_rebuild('notes') AS rows_read;
 SELECT * FROM health, indexed;
