@@ -32,7 +32,7 @@ use super::{for_each_row, spi_failed};
 /// below what the banding itself misses at the threshold (1% by default, see `lsh_params`).
 const SKETCH_MISS_PROBABILITY: f64 = 1e-6;
 
-/// Prepared statements kept per backend: the catalog query and one candidate query per
+/// Prepared statements kept per backend: the catalog query and the two lookup queries of each
 /// indexed table in use, in practice.
 const MAX_PREPARED: usize = 64;
 
