@@ -54,24 +54,6 @@ BEGIN
     RETURN cfg;
 END $$;
 
--- A threshold argument: NULL means the index's own; otherwise it must lie in (0, 1]. (The
--- lookups, minhash_similar and minhash_flag_duplicate, are in Rust: src/index/lookup.rs.)
-CREATE FUNCTION @extschema@._minhash_threshold(threshold float8, fallback float8)
-RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF threshold IS NULL THEN
-        RETURN fallback;
-    END IF;
-    IF NOT (threshold > 0 AND threshold <= 1) THEN
-        RAISE EXCEPTION 'threshold must be greater than 0 and at most 1, got %', threshold
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    RETURN threshold;
-END $$;
-
 -- The SELECT that yields (id, key, sketch1, sketch2) band rows for the rows of `source` (a table
 -- or transition table) with columns id_column and text_column. NULL and empty texts are not
 -- indexed (see _minhash_band_values in src/index/mod.rs). OFFSET 0 keeps the subquery whole,

@@ -18,15 +18,13 @@ use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
-use crate::core::bands::band_keys;
 use crate::core::jaccard::ShingleSet;
-use crate::core::params::{check_k, Banding, Shingling};
-use crate::core::signature::EMPTY_SLOT;
-use crate::core::sketch::{band_sketch, equal_bits, min_equal_bits};
-use crate::sql::error::{raise, OrRaise};
-use crate::sql::{interrupts, SIGNER};
+use crate::core::params::{Banding, Shingling};
+use crate::core::sketch::{equal_bits, min_equal_bits};
+use crate::sql::error::raise;
+use crate::sql::interrupts;
 
-use super::{for_each_row, spi_failed};
+use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
 /// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
 /// below what the banding itself misses at the threshold (1% by default, see `lsh_params`).
@@ -127,15 +125,15 @@ impl IndexConfig {
                 Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
             );
         };
-        let k = check_k(k).or_raise();
+        let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
         IndexConfig {
             tbl,
             id_column,
             text_column,
             band_table,
             k,
-            shingling: Shingling::new(ngram, &unit).or_raise(),
-            banding: Banding::new(k, banding.0, Some(banding.1)).or_raise(),
+            shingling,
+            banding,
             threshold,
         }
     }
@@ -174,17 +172,10 @@ impl IndexConfig {
         threshold: f64,
         exclude_id: Option<i64>,
     ) -> Vec<(i64, f64)> {
-        let signature =
-            SIGNER.with_borrow_mut(|s| s.signature(doc, self.k, self.shingling, &mut interrupts));
-        if signature.iter().all(|&v| v == EMPTY_SLOT) {
-            // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
+        // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
+        let Some((keys, sketch)) = band_entry(doc, self.k, self.shingling, self.banding) else {
             return Vec::new();
-        }
-        let keys: Vec<i64> = band_keys(&signature, self.banding)
-            .into_iter()
-            .map(|key| key as i64)
-            .collect();
-        let sketch = band_sketch(&signature);
+        };
         let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
         let [bands_sql, rows_sql] = self.lookup_sql();
         let array = PgBuiltInOids::INT8ARRAYOID;
@@ -299,31 +290,6 @@ fn quote_ident(ident: &CStr) -> String {
 
 fn quote_ident_str(ident: &str) -> String {
     quote_ident(&CString::new(ident).expect("identifiers have no NUL"))
-}
-
-/// A float8 as PostgreSQL prints it (`1e+20`, `Infinity`, `NaN`).
-fn float8_text(v: f64) -> String {
-    // SAFETY: float8out takes any float8.
-    let text: &CStr = unsafe {
-        pgrx::direct_function_call(pg_sys::float8out, &[v.into_datum()]).expect("not NULL")
-    };
-    text.to_string_lossy().into_owned()
-}
-
-/// A threshold argument: NULL means the index's own; otherwise it must lie in (0, 1].
-fn checked_threshold(threshold: Option<f64>, index_threshold: f64) -> f64 {
-    match threshold {
-        None => index_threshold,
-        Some(t) if t > 0.0 && t <= 1.0 => t,
-        Some(t) => raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "threshold must be greater than 0 and at most 1, got {}",
-                float8_text(t)
-            ),
-            None,
-        ),
-    }
 }
 
 /// The rows of `tbl` whose text is at least `threshold` similar to `doc` (default: the index's

@@ -9,7 +9,7 @@ use crate::core::components::components;
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::{check_k, Banding, Shingling};
 use crate::core::signature::EMPTY_SLOT;
-use crate::core::sketch::band_sketch;
+use crate::core::sketch::{band_sketch, BandSketch};
 use crate::sql::error::{raise, OrRaise};
 use crate::sql::{array_arg, interrupts, SIGNER};
 
@@ -32,11 +32,30 @@ fn _minhash_installed() -> bool {
     true
 }
 
-/// What the band table holds for one text under an index's settings: its `bands` band keys,
-/// then its band sketch (`core::sketch`) as two int8. NULL for a text without shingles, which
-/// is not indexed: its signature is all 0xFFFFFFFF, which a text with shingles has only with
-/// probability 2^-32k. One array rather than a set of rows: returning it costs less than
-/// returning rows one by one, and the band-row SQL unnests it.
+/// The band keys and band sketch (`core::sketch`) of one text under an index's settings, as
+/// the band table stores them; None for a text without shingles, which is not indexed: its
+/// signature is all 0xFFFFFFFF, which a text with shingles has only with probability 2^-32k.
+/// Both what the sync triggers store and what a lookup searches for come from here.
+fn band_entry(
+    doc: &str,
+    k: usize,
+    shingling: Shingling,
+    banding: Banding,
+) -> Option<(Vec<i64>, BandSketch)> {
+    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
+    if signature.iter().all(|&v| v == EMPTY_SLOT) {
+        return None;
+    }
+    let keys = band_keys(&signature, banding)
+        .into_iter()
+        .map(|key| key as i64)
+        .collect();
+    Some((keys, band_sketch(&signature)))
+}
+
+/// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
+/// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
+/// returning it costs less than returning rows one by one, and the band-row SQL unnests it.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _minhash_band_values(
     doc: &str,
@@ -47,16 +66,45 @@ fn _minhash_band_values(
     rows_per_band: i32,
 ) -> Option<Vec<i64>> {
     let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
-    let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
-    if signature.iter().all(|&v| v == EMPTY_SLOT) {
-        return None;
-    }
-    let mut values: Vec<i64> = band_keys(&signature, banding)
-        .into_iter()
-        .map(|key| key as i64)
-        .collect();
-    values.extend(band_sketch(&signature).map(|w| w as i64));
+    let (mut values, sketch) = band_entry(doc, k, shingling, banding)?;
+    values.extend(sketch.map(|w| w as i64));
     Some(values)
+}
+
+/// Internal to the PL/pgSQL functions: a threshold argument (see [`check_threshold`]), or
+/// `fallback` if it is NULL.
+#[pg_extern(immutable, parallel_safe)]
+fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f64> {
+    threshold.map(check_threshold).or(fallback)
+}
+
+/// A threshold argument, NULL meaning `fallback` (the index's own).
+fn checked_threshold(threshold: Option<f64>, fallback: f64) -> f64 {
+    threshold.map_or(fallback, check_threshold)
+}
+
+/// A threshold must lie in (0, 1] (22023).
+fn check_threshold(t: f64) -> f64 {
+    if !(t > 0.0 && t <= 1.0) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "threshold must be greater than 0 and at most 1, got {}",
+                float8_text(t)
+            ),
+            None,
+        );
+    }
+    t
+}
+
+/// A float8 as PostgreSQL prints it (`1e+20`, `Infinity`, `NaN`).
+fn float8_text(v: f64) -> String {
+    // SAFETY: float8out takes any float8.
+    let text: &std::ffi::CStr = unsafe {
+        pgrx::direct_function_call(pg_sys::float8out, &[v.into_datum()]).expect("not NULL")
+    };
+    text.to_string_lossy().into_owned()
 }
 
 /// Connected components of the graph with edges `id_a[i] -- id_b[i]`: every node of a component
