@@ -33,6 +33,13 @@ CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
     WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE'));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
+-- Each backend caches the catalog rows its lookups read (src/index/lookup.rs). A changed row
+-- invalidates its table's relcache entry, which drops the cached copy in every backend.
+CREATE TRIGGER minhash_indexes_changed AFTER INSERT OR UPDATE OR DELETE ON @extschema@.minhash_indexes
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._minhash_catalog_changed();
+CREATE TRIGGER minhash_indexes_truncated AFTER TRUNCATE ON @extschema@.minhash_indexes
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_catalog_changed();
+
 -- The catalog row of tbl, or an error naming the table.
 CREATE FUNCTION @extschema@._minhash_index(tbl regclass)
 RETURNS @extschema@.minhash_indexes
@@ -306,7 +313,10 @@ BEGIN
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
     END LOOP;
     EXECUTE format('DROP FUNCTION IF EXISTS %s', cfg.sync_function);
-    EXECUTE format('DROP TABLE IF EXISTS %s', cfg.band_table);
+    -- (a band table dropped by hand prints as a bare OID, which DROP TABLE cannot parse)
+    IF EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = cfg.band_table) THEN
+        EXECUTE format('DROP TABLE %s', cfg.band_table);
+    END IF;
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
 

@@ -3,10 +3,11 @@
 //! per-backend state: the catalog row is read and the candidates fetched through statements
 //! prepared once per backend, and no PL/pgSQL or SQL function runs in between.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::num::NonZeroUsize;
+use std::rc::Rc;
 
 use pgrx::callconv::{Arg, ArgAbi};
 use pgrx::heap_tuple::PgHeapTuple;
@@ -24,6 +25,7 @@ use crate::core::sketch::{equal_bits, min_equal_bits};
 use crate::sql::error::raise;
 use crate::sql::interrupts;
 
+use super::scan::BandIndex;
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
 /// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
@@ -39,6 +41,103 @@ thread_local! {
     /// costs no parsing or planning. PostgreSQL re-plans a kept plan by itself when a table it
     /// reads changes; a renamed table or column changes the text, so it gets a new statement.
     static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+
+    /// Catalog rows read in this backend, by table. An entry is dropped when PostgreSQL
+    /// invalidates the relcache entry of its table or band table: DDL on either (the index
+    /// functions create and drop the table's triggers) and every change to its catalog row
+    /// (the `minhash_indexes_changed` trigger) does that, in this backend at the end of the
+    /// command and in the others before their next lock on either table or their next
+    /// transaction, as for PostgreSQL's own caches.
+    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Rc<IndexConfig>>> = RefCell::new(HashMap::new());
+
+    /// Relations whose relcache entries were invalidated since [`CONFIGS`] was last pruned
+    /// (`None`: all of them). The callback only records them: it may run in the middle of
+    /// anything, including while `CONFIGS` is borrowed.
+    static INVALIDATED: RefCell<Option<Vec<pg_sys::Oid>>> = const { RefCell::new(Some(Vec::new())) };
+
+    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Invalidations remembered one by one; beyond this many, the whole cache is dropped.
+const MAX_INVALIDATED: usize = 256;
+
+/// Relcache invalidation callback: remembers `relid` (InvalidOid: every relation).
+unsafe extern "C-unwind" fn relcache_invalidated(_: pg_sys::Datum, relid: pg_sys::Oid) {
+    INVALIDATED.with(|pending| {
+        // never borrowed while PostgreSQL code runs, so this cannot fail; if it ever did,
+        // forgetting everything is always safe
+        let Ok(mut pending) = pending.try_borrow_mut() else {
+            return;
+        };
+        match pending.as_mut() {
+            Some(relids) if relid != pg_sys::InvalidOid && relids.len() < MAX_INVALIDATED => {
+                relids.push(relid)
+            }
+            _ => *pending = None,
+        }
+    });
+}
+
+/// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
+/// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
+/// every table on TRUNCATE), so that every backend drops its cached copy (see [`CONFIGS`]).
+#[pg_trigger]
+fn _minhash_catalog_changed<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
+    let data = trigger.trigger_data();
+    if data.tg_event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_TRUNCATE {
+        // SAFETY: queues an invalidation of every relcache entry; no arguments.
+        unsafe { pg_sys::CacheInvalidateRelcacheAll() };
+        return Ok(None);
+    }
+    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires.
+    let (catalog, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    let (tbl_attno, _, _) = column(tupdesc, catalog, "tbl", "");
+    for tuple in [data.tg_trigtuple, data.tg_newtuple] {
+        if tuple.is_null() {
+            continue;
+        }
+        let mut is_null = false;
+        // SAFETY: `tuple` is this event's old or new row, described by `tupdesc`; `tbl` is a
+        // regclass, an OID datum.
+        let tbl = unsafe {
+            pg_sys::Oid::from_datum(
+                pg_sys::heap_getattr(tuple, tbl_attno as i32, tupdesc, &mut is_null),
+                is_null,
+            )
+        };
+        // a dropped table has no relcache entry left to invalidate
+        if let Some(tbl) = tbl.filter(|&t| qualified(t).is_some()) {
+            // SAFETY: the relation exists (checked just above, under the catalog's lock).
+            unsafe { pg_sys::CacheInvalidateRelcacheByRelid(tbl) };
+        }
+    }
+    Ok(None)
+}
+
+/// The cached catalog row of `tbl`, after dropping the invalidated entries.
+fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
+    if !CALLBACK_REGISTERED.replace(true) {
+        // SAFETY: registered once per backend; the callback neither errors nor allocates in
+        // PostgreSQL memory.
+        unsafe {
+            pg_sys::CacheRegisterRelcacheCallback(
+                Some(relcache_invalidated),
+                pg_sys::Datum::from(0),
+            )
+        };
+    }
+    let pending = INVALIDATED.with_borrow_mut(|p| p.replace(Vec::new()));
+    CONFIGS.with_borrow_mut(|configs| {
+        match pending {
+            None => configs.clear(),
+            Some(relids) if !relids.is_empty() => configs
+                .retain(|_, cfg| !relids.contains(&cfg.tbl) && !relids.contains(&cfg.band_table)),
+            Some(_) => {}
+        }
+        configs.get(&tbl).cloned()
+    })
 }
 
 /// A `regclass` argument, taken as the table's OID without opening the table.
@@ -75,7 +174,7 @@ unsafe impl SqlTranslatable for Regclass {
         <pgrx::PgRelation as SqlTranslatable>::RETURN_SQL;
 }
 
-/// What a lookup needs of a table's `minhash_indexes` row.
+/// What a lookup needs of a table's `minhash_indexes` row, and how it reads the band table.
 struct IndexConfig {
     tbl: pg_sys::Oid,
     id_column: String,
@@ -85,9 +184,24 @@ struct IndexConfig {
     shingling: Shingling,
     banding: Banding,
     threshold: f64,
+    /// The band table's index a lookup reads directly, if it has one.
+    band_index: Option<BandIndex>,
+    /// The lookup's two SQL queries (see [`IndexConfig::lookup_sql`]).
+    sql: [String; 2],
 }
 
 impl IndexConfig {
+    /// The catalog row of `tbl` (see [`IndexConfig::read`]), from this backend's cache when
+    /// nothing has changed since it was read.
+    fn get(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Rc<IndexConfig> {
+        if let Some(cfg) = cached_config(tbl) {
+            return cfg;
+        }
+        let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl));
+        CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfg)));
+        cfg
+    }
+
     /// The catalog row of `tbl`, read through the catalog of the extension whose function
     /// `fn_oid` is running; 42704 if the table has none.
     fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> IndexConfig {
@@ -128,6 +242,7 @@ impl IndexConfig {
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
         IndexConfig {
             tbl,
+            sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column),
             id_column,
             text_column,
             band_table,
@@ -135,28 +250,32 @@ impl IndexConfig {
             shingling,
             banding,
             threshold,
+            band_index: BandIndex::find(band_table),
         }
     }
 
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
-    /// of the band rows with one of the keys `$1`, read from the band table's `(key) INCLUDE
-    /// (id, sketch1, sketch2)` index alone (an index-only scan); then `(id, text)` of the rows
-    /// with the ids `$1`, through the table's unique index on the id.
-    fn lookup_sql(&self) -> [String; 2] {
-        let (id, text) = (
-            quote_ident_str(&self.id_column),
-            quote_ident_str(&self.text_column),
-        );
+    /// of the band rows with one of the keys `$1`, read from the band table's `(key, id)
+    /// INCLUDE (sketch1, sketch2)` index alone (an index-only scan), for when that index cannot
+    /// be read directly (see `scan`); then `(id, text)` of the rows with the ids `$1`, through
+    /// the table's unique index on the id.
+    fn lookup_sql(
+        tbl: pg_sys::Oid,
+        band_table: pg_sys::Oid,
+        id_column: &str,
+        text_column: &str,
+    ) -> [String; 2] {
+        let (id, text) = (quote_ident_str(id_column), quote_ident_str(text_column));
         [
             format!(
                 "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
                  WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
-                bands = qualified_name(self.band_table),
+                bands = qualified_name(band_table),
             ),
             format!(
                 "SELECT t.{id}::pg_catalog.int8, t.{text}::pg_catalog.text FROM {tbl} t
                  WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",
-                tbl = qualified_name(self.tbl),
+                tbl = qualified_name(tbl),
             ),
         ]
     }
@@ -177,24 +296,27 @@ impl IndexConfig {
             return Vec::new();
         };
         let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
-        let [bands_sql, rows_sql] = self.lookup_sql();
+        let [bands_sql, rows_sql] = &self.sql;
         let array = PgBuiltInOids::INT8ARRAYOID;
-        let mut ids = with_prepared(client, &bands_sql, array, keys.into(), |table| {
-            let mut ids = Vec::new();
-            for row in table {
-                let (Some(id), Some(s1), Some(s2)) =
-                    (row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?)
-                else {
-                    continue;
-                };
-                if Some(id) != exclude_id
-                    && equal_bits(sketch, [s1 as u64, s2 as u64], self.k) >= min_bits
-                {
-                    ids.push(id);
-                }
+        let mut ids = Vec::new();
+        let mut keep = |id: i64, row_sketch: [u64; 2]| {
+            if Some(id) != exclude_id && equal_bits(sketch, row_sketch, self.k) >= min_bits {
+                ids.push(id);
             }
-            Ok(ids)
-        });
+        };
+        match self.band_index.filter(BandIndex::readable) {
+            Some(index) => index.scan(&keys, keep),
+            None => with_prepared(client, bands_sql, array, keys.into(), |table| {
+                for row in table {
+                    if let (Some(id), Some(s1), Some(s2)) =
+                        (row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?)
+                    {
+                        keep(id, [s1 as u64, s2 as u64]);
+                    }
+                }
+                Ok(())
+            }),
+        }
         if ids.is_empty() {
             return Vec::new();
         }
@@ -203,7 +325,7 @@ impl IndexConfig {
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         let mut found = Vec::new();
-        with_prepared(client, &rows_sql, array, ids.into(), |table| {
+        with_prepared(client, rows_sql, array, ids.into(), |table| {
             for_each_row(table, |id, text| {
                 candidate.rebuild(text, self.shingling, &mut interrupts);
                 let similarity = candidate.jaccard(&query_set);
@@ -312,7 +434,7 @@ fn minhash_similar(
     // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo names the function.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
     let found = Spi::connect(|client| {
-        let cfg = IndexConfig::read(client, fn_oid, tbl);
+        let cfg = IndexConfig::get(client, fn_oid, tbl);
         let threshold = checked_threshold(threshold, cfg.threshold);
         if let Some(max) = max_results.filter(|&m| m < 1) {
             raise(
@@ -339,9 +461,21 @@ fn _minhash_lookup_sql(
 ) -> TableIterator<'static, (name!(step, String), name!(query, String))> {
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
-    let [bands, rows] =
-        Spi::connect(|client| IndexConfig::read(client, fn_oid, tbl.0).lookup_sql());
+    let [bands, rows] = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl.0).sql.clone());
     TableIterator::new([("bands".to_owned(), bands), ("rows".to_owned(), rows)])
+}
+
+/// The band index a lookup of `tbl` by the current user would read directly now (see
+/// `scan`), by name, or NULL when it would run its `bands` query instead; shown so tests can
+/// tell.
+#[pg_extern(stable, strict, parallel_safe)]
+fn _minhash_band_index(tbl: Regclass, fcinfo: pg_sys::FunctionCallInfo) -> Option<String> {
+    // SAFETY: as in minhash_similar.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl.0));
+    cfg.band_index
+        .filter(BandIndex::readable)
+        .and_then(|index| qualified(index.oid()))
 }
 
 /// What the trigger was created with: `(column, threshold, mode)`.
@@ -393,7 +527,7 @@ fn minhash_flag_duplicate<'a>(
         data.tg_trigtuple
     };
     let (id_column, mode, threshold, best) = Spi::connect(|client| {
-        let cfg = IndexConfig::read(client, trigger.trigger().tgfoid, tbl);
+        let cfg = IndexConfig::get(client, trigger.trigger().tgfoid, tbl);
         let mode = mode.unwrap_or_else(|| {
             let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
             FlagMode::Flag(attno, typid, typmod)
@@ -414,7 +548,7 @@ fn minhash_flag_duplicate<'a>(
                 .into_iter()
                 .next()
         });
-        (cfg.id_column, mode, threshold, best)
+        (cfg.id_column.clone(), mode, threshold, best)
     });
     let new = trigger
         .new()

@@ -17,6 +17,7 @@ use crate::sql::{array_arg, interrupts, SIGNER};
 const FETCH_ROWS: i32 = 10_000;
 
 mod lookup;
+mod scan;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 

@@ -75,3 +75,17 @@ SELECT count(*) AS catalog_rows, to_regclass('big_minhash_bands') AS band_table,
        (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'big'::regclass) AS triggers
 FROM minhash_indexes;
 DROP TABLE big;
+
+-- A band table dropped by hand: lookups say what happened, and minhash_index_drop still
+-- removes the rest.
+CREATE TABLE lost (id int PRIMARY KEY, body text);
+INSERT INTO lost VALUES (1, 'a band table that will be dropped by hand');
+SELECT minhash_index_create('lost', 'id', 'body') IS NOT NULL AS created;
+SELECT count(*) FROM minhash_similar('lost', 'a band table that will be dropped by hand');
+DROP TABLE lost_minhash_bands CASCADE;
+SELECT regexp_replace(pg_temp.try($$SELECT count(*) FROM minhash_similar('lost', 'a band table')$$),
+                      'OID \d+', 'OID n') AS error;
+SELECT minhash_index_drop('lost');
+SELECT count(*) AS catalog_rows, (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'lost'::regclass) AS triggers
+FROM minhash_indexes;
+DROP TABLE lost;

@@ -1,0 +1,133 @@
+-- How a lookup reads the band table, and its per-backend cache of catalog rows.
+-- A lookup reads the band index directly (index access method, visibility map, heap only for
+-- pages not all-visible) when it may; otherwise it runs its SQL query. Both must give exactly
+-- the same rows, under every visibility case.
+SET client_min_messages = warning;
+
+-- 300 texts in clusters of near-duplicates: every text has 0-2 others within reach.
+CREATE TABLE notes (id bigint PRIMARY KEY, body text);
+INSERT INTO notes
+SELECT g, format('note %s about topic %s: remember to %s the %s before %s%s',
+                 g / 3, g % 17, (ARRAY['check', 'update', 'send', 'file'])[1 + (g / 3) % 4],
+                 (ARRAY['report', 'invoice', 'draft', 'ticket', 'build'])[1 + (g / 3) % 5],
+                 (ARRAY['monday', 'noon', 'the meeting'])[1 + (g / 3) % 3],
+                 repeat('!', g % 3))
+FROM generate_series(1, 300) g;
+SELECT minhash_index_create('notes', 'id', 'body', threshold => 0.7) IS NOT NULL AS created;
+
+-- Every row looked up by its own text, as (probe, id, similarity) rows.
+CREATE FUNCTION pg_temp.all_lookups() RETURNS TABLE (probe bigint, id bigint, similarity float8)
+LANGUAGE sql AS $$
+    SELECT n.id, s.id, round(s.similarity::numeric, 6)::float8
+    FROM notes n, minhash_similar('notes', n.body) s
+$$;
+
+-- Freshly written pages are not all-visible: every candidate is checked in the heap.
+SELECT _minhash_band_index('notes') AS direct;
+CREATE TEMP TABLE direct_fresh AS SELECT * FROM pg_temp.all_lookups();
+SELECT count(*) AS matches, count(DISTINCT probe) AS probes FROM direct_fresh;
+
+-- After VACUUM the visibility map answers instead; same rows.
+VACUUM notes_minhash_bands;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+  UNION ALL
+  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+
+-- SERIALIZABLE transactions use the SQL query (it takes the predicate locks); same rows.
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+  UNION ALL
+  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+COMMIT;
+
+-- Rows deleted, updated or inserted in this transaction: seen exactly as SQL sees them, and
+-- gone again after ROLLBACK.
+BEGIN;
+DELETE FROM notes WHERE id IN (10, 11);
+UPDATE notes SET body = 'a completely different text now' WHERE id = 20;
+INSERT INTO notes VALUES (1000, (SELECT body FROM notes WHERE id = 30) || '?');
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 12));
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 21));
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+CREATE TEMP TABLE direct_changed AS SELECT * FROM pg_temp.all_lookups();
+-- the SQL query over the same rows, for comparison
+DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM direct_changed EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+  UNION ALL
+  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_changed)) d;
+ROLLBACK;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+  UNION ALL
+  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+
+-- Another B-tree with the same columns serves as well; a hash index or a partial one does not.
+BEGIN;
+DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
+CREATE INDEX notes_hash ON notes_minhash_bands USING hash (key);
+CREATE INDEX notes_partial ON notes_minhash_bands (key, id, sketch1, sketch2) WHERE id > 0;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+  UNION ALL
+  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+CREATE INDEX notes_other ON notes_minhash_bands (key) INCLUDE (sketch2, id, sketch1);
+SELECT _minhash_band_index('notes') AS direct;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+  UNION ALL
+  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+ROLLBACK;
+
+-- A renamed band table is followed.
+ALTER TABLE notes_minhash_bands RENAME TO notes_bands_renamed;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+ALTER TABLE notes_bands_renamed RENAME TO notes_minhash_bands;
+
+-- A role without SELECT on the band table is sent to the SQL query, which refuses it.
+CREATE ROLE regress_minhash_lookup;
+GRANT SELECT ON notes TO regress_minhash_lookup;
+SET ROLE regress_minhash_lookup;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM minhash_similar('notes', 'note 10 about topic 13');
+RESET ROLE;
+-- Row-level security on the band table is honoured the same way.
+GRANT SELECT ON notes_minhash_bands TO regress_minhash_lookup;
+ALTER TABLE notes_minhash_bands ENABLE ROW LEVEL SECURITY;
+CREATE POLICY low_ids ON notes_minhash_bands FOR SELECT USING (id < 100);
+SET ROLE regress_minhash_lookup;
+SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 100));
+SELECT count(*) AS matches FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+RESET ROLE;
+DROP POLICY low_ids ON notes_minhash_bands;
+ALTER TABLE notes_minhash_bands DISABLE ROW LEVEL SECURITY;
+REVOKE SELECT ON notes_minhash_bands FROM regress_minhash_lookup;
+REVOKE SELECT ON notes FROM regress_minhash_lookup;
+DROP ROLE regress_minhash_lookup;
+
+-- The catalog row is cached per backend; changing it takes effect at once, and a rolled-back
+-- change is forgotten.
+SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+UPDATE minhash_indexes SET threshold = 0.99 WHERE tbl = 'notes'::regclass;
+SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+BEGIN;
+UPDATE minhash_indexes SET threshold = 0.7 WHERE tbl = 'notes'::regclass;
+SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+ROLLBACK;
+SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+BEGIN;
+TRUNCATE minhash_indexes;
+SELECT count(*) FROM minhash_similar('notes', 'x');
+ROLLBACK;
+SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+
+SELECT minhash_index_drop('notes');
+DROP TABLE notes;
