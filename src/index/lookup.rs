@@ -25,7 +25,7 @@ use crate::core::sketch::{equal_bits, min_equal_bits};
 use crate::sql::error::raise;
 use crate::sql::interrupts;
 
-use super::scan::BandIndex;
+use super::scan::{BandIndex, RowIndex};
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
 /// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
@@ -186,6 +186,8 @@ struct IndexConfig {
     threshold: f64,
     /// The band table's index a lookup reads directly, if it has one.
     band_index: Option<BandIndex>,
+    /// The table's unique index on the id, through which a lookup reads texts directly.
+    row_index: Option<RowIndex>,
     /// The lookup's two SQL queries (see [`IndexConfig::lookup_sql`]).
     sql: [String; 2],
 }
@@ -243,6 +245,8 @@ impl IndexConfig {
         IndexConfig {
             tbl,
             sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column),
+            band_index: BandIndex::find(band_table),
+            row_index: RowIndex::find(tbl, &id_column, &text_column),
             id_column,
             text_column,
             band_table,
@@ -250,7 +254,6 @@ impl IndexConfig {
             shingling,
             banding,
             threshold,
-            band_index: BandIndex::find(band_table),
         }
     }
 
@@ -325,15 +328,19 @@ impl IndexConfig {
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         let mut found = Vec::new();
-        with_prepared(client, rows_sql, array, ids.into(), |table| {
-            for_each_row(table, |id, text| {
-                candidate.rebuild(text, self.shingling, &mut interrupts);
-                let similarity = candidate.jaccard(&query_set);
-                if similarity >= threshold {
-                    found.push((id, similarity));
-                }
-            })
-        });
+        let verify = |id: i64, text: &str| {
+            candidate.rebuild(text, self.shingling, &mut interrupts);
+            let similarity = candidate.jaccard(&query_set);
+            if similarity >= threshold {
+                found.push((id, similarity));
+            }
+        };
+        match self.row_index.filter(RowIndex::readable) {
+            Some(index) => index.fetch(&ids, verify),
+            None => with_prepared(client, rows_sql, array, ids.into(), |table| {
+                for_each_row(table, verify)
+            }),
+        }
         found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found
     }
@@ -465,17 +472,29 @@ fn _minhash_lookup_sql(
     TableIterator::new([("bands".to_owned(), bands), ("rows".to_owned(), rows)])
 }
 
-/// The band index a lookup of `tbl` by the current user would read directly now (see
-/// `scan`), by name, or NULL when it would run its `bands` query instead; shown so tests can
-/// tell.
+/// The indexes a lookup of `tbl` by the current user would read directly now (see `scan`), by
+/// name: the band index for candidates and the table's unique index for their texts; NULL for a
+/// step that would run its SQL query instead. Shown so tests can tell.
 #[pg_extern(stable, strict, parallel_safe)]
-fn _minhash_band_index(tbl: Regclass, fcinfo: pg_sys::FunctionCallInfo) -> Option<String> {
+fn _minhash_direct_reads(
+    tbl: Regclass,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<
+    'static,
+    (
+        name!(band_index, Option<String>),
+        name!(row_index, Option<String>),
+    ),
+> {
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
     let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl.0));
-    cfg.band_index
-        .filter(BandIndex::readable)
-        .and_then(|index| qualified(index.oid()))
+    let band = cfg.band_index.filter(BandIndex::readable);
+    let rows = cfg.row_index.filter(RowIndex::readable);
+    TableIterator::once((
+        band.and_then(|index| qualified(index.oid())),
+        rows.and_then(|index| qualified(index.oid())),
+    ))
 }
 
 /// What the trigger was created with: `(column, threshold, mode)`.

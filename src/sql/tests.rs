@@ -226,7 +226,7 @@ mod tests {
              AND p.pronamespace = e.extnamespace";
         let table_readers =
             "'_minhash_search_pairs', '_minhash_search_clusters', 'minhash_similar',
-             '_minhash_lookup_sql', '_minhash_band_index'";
+             '_minhash_lookup_sql', '_minhash_direct_reads'";
         let wrong_c = one::<Vec<String>>(&format!(
             "SELECT coalesce(array_agg(p.proname::text), '{{}}') {members}
              WHERE p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'c')

@@ -1,7 +1,8 @@
--- How a lookup reads the band table, and its per-backend cache of catalog rows.
+-- How a lookup reads the band table and the texts, and its per-backend cache of catalog rows.
 -- A lookup reads the band index directly (index access method, visibility map, heap only for
--- pages not all-visible) when it may; otherwise it runs its SQL query. Both must give exactly
--- the same rows, under every visibility case.
+-- pages not all-visible) and the candidates' texts through the table's unique index when it
+-- may; otherwise it runs its SQL queries. Both must give exactly the same rows, under every
+-- visibility case.
 SET client_min_messages = warning;
 
 -- 300 texts in clusters of near-duplicates: every text has 0-2 others within reach.
@@ -23,7 +24,7 @@ LANGUAGE sql AS $$
 $$;
 
 -- Freshly written pages are not all-visible: every candidate is checked in the heap.
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 CREATE TEMP TABLE direct_fresh AS SELECT * FROM pg_temp.all_lookups();
 SELECT count(*) AS matches, count(DISTINCT probe) AS probes FROM direct_fresh;
 
@@ -36,7 +37,7 @@ SELECT count(*) AS differences FROM (
 
 -- SERIALIZABLE transactions use the SQL query (it takes the predicate locks); same rows.
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT count(*) AS differences FROM (
   (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
   UNION ALL
@@ -55,13 +56,13 @@ SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 CREATE TEMP TABLE direct_changed AS SELECT * FROM pg_temp.all_lookups();
 -- the SQL query over the same rows, for comparison
 DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT count(*) AS differences FROM (
   (SELECT * FROM direct_changed EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
   UNION ALL
   (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_changed)) d;
 ROLLBACK;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT count(*) AS differences FROM (
   (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
   UNION ALL
@@ -72,13 +73,13 @@ BEGIN;
 DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
 CREATE INDEX notes_hash ON notes_minhash_bands USING hash (key);
 CREATE INDEX notes_partial ON notes_minhash_bands (key, id, sketch1, sketch2) WHERE id > 0;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT count(*) AS differences FROM (
   (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
   UNION ALL
   (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
 CREATE INDEX notes_other ON notes_minhash_bands (key) INCLUDE (sketch2, id, sketch1);
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT count(*) AS differences FROM (
   (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
   UNION ALL
@@ -87,15 +88,44 @@ ROLLBACK;
 
 -- A renamed band table is followed.
 ALTER TABLE notes_minhash_bands RENAME TO notes_bands_renamed;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 ALTER TABLE notes_bands_renamed RENAME TO notes_minhash_bands;
+
+-- Texts stored out of line and compressed are read like any other.
+INSERT INTO notes VALUES (2000, repeat('a long text that is stored out of line ', 5000)),
+                         (2001, repeat('a long text that is stored out of line ', 5000) || '!');
+SELECT pg_column_size(body) < length(body) AS compressed FROM notes WHERE id = 2000;
+SELECT * FROM minhash_similar('notes', repeat('a long text that is stored out of line ', 5000) || '?');
+DELETE FROM notes WHERE id >= 2000;
+
+-- Column privileges on (id, body) alone: texts come through the SQL query.
+CREATE ROLE regress_minhash_columns;
+GRANT SELECT ON notes_minhash_bands TO regress_minhash_columns;
+GRANT SELECT (id, body) ON notes TO regress_minhash_columns;
+SET ROLE regress_minhash_columns;
+SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+RESET ROLE;
+-- Row-level security on the table: texts through the SQL query, which applies the policy.
+GRANT SELECT ON notes TO regress_minhash_columns;
+ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY even ON notes FOR SELECT USING (id % 2 = 0);
+SET ROLE regress_minhash_columns;
+SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+RESET ROLE;
+DROP POLICY even ON notes;
+ALTER TABLE notes DISABLE ROW LEVEL SECURITY;
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+REVOKE ALL ON notes, notes_minhash_bands FROM regress_minhash_columns;
+DROP ROLE regress_minhash_columns;
 
 -- A role without SELECT on the band table is sent to the SQL query, which refuses it.
 CREATE ROLE regress_minhash_lookup;
 GRANT SELECT ON notes TO regress_minhash_lookup;
 SET ROLE regress_minhash_lookup;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', 'note 10 about topic 13');
 RESET ROLE;
 -- Row-level security on the band table is honoured the same way.
@@ -103,7 +133,7 @@ GRANT SELECT ON notes_minhash_bands TO regress_minhash_lookup;
 ALTER TABLE notes_minhash_bands ENABLE ROW LEVEL SECURITY;
 CREATE POLICY low_ids ON notes_minhash_bands FOR SELECT USING (id < 100);
 SET ROLE regress_minhash_lookup;
-SELECT _minhash_band_index('notes') AS direct;
+SELECT * FROM _minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 100));
 SELECT count(*) AS matches FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 RESET ROLE;
