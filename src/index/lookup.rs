@@ -197,7 +197,18 @@ impl IndexConfig {
     /// nothing has changed since it was read.
     fn get(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Rc<IndexConfig> {
         if let Some(cfg) = cached_config(tbl) {
-            return cfg;
+            // Lock what the lookup reads, as its first read would; that brings in every
+            // invalidation committed meanwhile (a dropped index, a changed row), and the entry
+            // is used only if it survives them. The locks then keep the band table's indexes
+            // from being dropped until the transaction ends.
+            // SAFETY: locks by OID; a relation dropped meanwhile is simply not found below.
+            unsafe {
+                pg_sys::LockRelationOid(cfg.tbl, pg_sys::AccessShareLock as i32);
+                pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32);
+            }
+            if let Some(cfg) = cached_config(tbl) {
+                return cfg;
+            }
         }
         let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl));
         CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfg)));
