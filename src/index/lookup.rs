@@ -1,7 +1,8 @@
 //! One text looked up in one indexed table: `minhash_similar` and the `minhash_flag_duplicate`
 //! trigger. Both run once per query or inserted row, so everything here is in Rust and reuses
-//! per-backend state: the catalog row is read and the candidates fetched through statements
-//! prepared once per backend, and no PL/pgSQL or SQL function runs in between.
+//! per-backend state: the catalog row is cached, the candidates and their texts are read
+//! straight through the indexes (`scan`), or, where that would not see what SQL sees, through
+//! statements prepared once per backend; no PL/pgSQL or SQL function runs in between.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
