@@ -168,14 +168,16 @@ impl BandIndex {
     pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(i64, [u64; 2])) {
         let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
         let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
+        // one index entry's columns, sized at the first key
+        let (mut values, mut nulls) = (Vec::new(), Vec::new());
         // SAFETY: after `readable`; the index's first column is `key`, an int8. An entry is
         // read only while the scan is positioned on it.
         unsafe {
             self.direct
                 .scan(true, pg_sys::F_INT8EQ, keys, |scan, heap, slot| {
                     let natts = (*(*scan).xs_itupdesc).natts as usize;
-                    let mut values = vec![pg_sys::Datum::from(0); natts];
-                    let mut nulls = vec![false; natts];
+                    values.resize(natts, pg_sys::Datum::from(0));
+                    nulls.resize(natts, false);
                     loop {
                         pg_sys::check_for_interrupts!();
                         let tid = pg_sys::index_getnext_tid(

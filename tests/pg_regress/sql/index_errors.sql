@@ -39,6 +39,7 @@ SELECT pg_temp.try(q) FROM unnest(ARRAY[
   $$SELECT * FROM minhash_duplicates('docs')$$,
   $$SELECT * FROM minhash_clusters('docs')$$,
   $$SELECT * FROM minhash_index_stats('docs')$$,
+  $$SELECT * FROM _minhash_direct_reads('docs')$$,
   $$SELECT * FROM minhash_similar(NULL, 'x')$$
 ]) q;
 

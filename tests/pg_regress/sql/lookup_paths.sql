@@ -23,6 +23,19 @@ LANGUAGE sql AS $$
     FROM notes n, minhash_similar('notes', n.body) s
 $$;
 
+-- Rows of all_lookups() that differ from a table of earlier lookups, in either direction.
+CREATE FUNCTION pg_temp.differences(earlier regclass) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM (
+        (SELECT * FROM %1$s EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
+        UNION ALL
+        (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM %1$s)) d', earlier)
+    INTO n;
+    RETURN n;
+END $$;
+
 -- Freshly written pages are not all-visible: every candidate is checked in the heap.
 SELECT * FROM _minhash_direct_reads('notes');
 CREATE TEMP TABLE direct_fresh AS SELECT * FROM pg_temp.all_lookups();
@@ -30,18 +43,12 @@ SELECT count(*) AS matches, count(DISTINCT probe) AS probes FROM direct_fresh;
 
 -- After VACUUM the visibility map answers instead; same rows.
 VACUUM notes_minhash_bands;
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+SELECT pg_temp.differences('direct_fresh') AS differences;
 
 -- SERIALIZABLE transactions use the SQL query (it takes the predicate locks); same rows.
 BEGIN ISOLATION LEVEL SERIALIZABLE;
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+SELECT pg_temp.differences('direct_fresh') AS differences;
 COMMIT;
 
 -- Rows deleted, updated or inserted in this transaction: seen exactly as SQL sees them, and
@@ -57,16 +64,10 @@ CREATE TEMP TABLE direct_changed AS SELECT * FROM pg_temp.all_lookups();
 -- the SQL query over the same rows, for comparison
 DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_changed EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_changed)) d;
+SELECT pg_temp.differences('direct_changed') AS differences;
 ROLLBACK;
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+SELECT pg_temp.differences('direct_fresh') AS differences;
 
 -- Another B-tree with the same columns serves as well; a hash index or a partial one does not.
 BEGIN;
@@ -74,16 +75,10 @@ DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
 CREATE INDEX notes_hash ON notes_minhash_bands USING hash (key);
 CREATE INDEX notes_partial ON notes_minhash_bands (key, id, sketch1, sketch2) WHERE id > 0;
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+SELECT pg_temp.differences('direct_fresh') AS differences;
 CREATE INDEX notes_other ON notes_minhash_bands (key) INCLUDE (sketch2, id, sketch1);
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+SELECT pg_temp.differences('direct_fresh') AS differences;
 ROLLBACK;
 
 -- A renamed band table is followed.
@@ -175,10 +170,7 @@ SELECT * FROM _minhash_direct_reads('notes');
 SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 SELECT pg_temp.elsewhere('CREATE INDEX notes_bands_again ON notes_minhash_bands (key, id) INCLUDE (sketch1, sketch2)');
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT count(*) AS differences FROM (
-  (SELECT * FROM direct_fresh EXCEPT ALL SELECT * FROM pg_temp.all_lookups())
-  UNION ALL
-  (SELECT * FROM pg_temp.all_lookups() EXCEPT ALL SELECT * FROM direct_fresh)) d;
+SELECT pg_temp.differences('direct_fresh') AS differences;
 DROP EXTENSION dblink;
 
 SELECT minhash_index_drop('notes');
