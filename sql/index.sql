@@ -28,8 +28,11 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 -- only a table's owner may add, change or remove its row.
 ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
+-- (A row whose table is gone may be removed by anyone: _minhash_ddl_dropped removes the row of a
+-- dropped table as whoever dropped it, when its owner can no longer be looked up.)
 CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
-    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE'))
+    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
+           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
     WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE'));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
@@ -286,6 +289,11 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
     EXECUTE format('ANALYZE %s', band);
 
+    -- The band table and the sync function belong to the table's owner, whoever made them
+    -- (a superuser, or another member of the owning role), like the table's own indexes.
+    EXECUTE format('ALTER TABLE %s OWNER TO %I', band, pg_get_userbyid(rel.relowner));
+    EXECUTE format('ALTER FUNCTION %s OWNER TO %I', sync_fn, pg_get_userbyid(rel.relowner));
+
     -- Whoever may read the table may read its band keys.
     FOR grantee IN
         SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END
@@ -297,6 +305,23 @@ BEGIN
         EXECUTE format('GRANT SELECT ON %s TO %s', band, grantee);
     END LOOP;
     RETURN band;
+END $$;
+
+-- Drops the band table and sync function of an index, those that still exist: either may be
+-- gone already, dropped by hand or by the command that fired _minhash_ddl_dropped.
+CREATE FUNCTION @extschema@._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- (a dropped band table prints as a bare OID, which DROP TABLE cannot parse)
+    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.band_table) THEN
+        EXECUTE format('DROP TABLE %s', cfg.band_table);
+    END IF;
+    IF to_regprocedure(cfg.sync_function) IS NOT NULL THEN
+        EXECUTE format('DROP FUNCTION %s', cfg.sync_function);
+    END IF;
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass)
@@ -312,13 +337,85 @@ BEGIN
                                'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
     END LOOP;
-    EXECUTE format('DROP FUNCTION IF EXISTS %s', cfg.sync_function);
-    -- (a band table dropped by hand prints as a bare OID, which DROP TABLE cannot parse)
-    IF EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = cfg.band_table) THEN
-        EXECUTE format('DROP TABLE %s', cfg.band_table);
-    END IF;
+    PERFORM @extschema@._minhash_drop_objects(cfg);
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
+
+-- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
+-- ALTER TABLE and every DROP, so it looks only at the catalog rows of the tables involved.
+--
+-- minhash_ddl_altered (ddl_command_end, ALTER TABLE): the sync function names the id and text
+-- columns, so an ALTER TABLE that drops, renames or retypes either of them is refused (it
+-- would make every later INSERT and UPDATE fail); the index has to be dropped first.
+--
+-- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
+-- ordinary indexes: the band table, the sync function (its triggers went with the table) and
+-- the catalog row. A band table or function the dropping role may not drop is left behind with
+-- a WARNING rather than failing the DROP.
+CREATE FUNCTION @extschema@._minhash_ddl()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+    bad name;
+    dropped_name text;
+BEGIN
+    IF NOT has_schema_privilege('@extschema@', 'USAGE') THEN
+        RETURN;  -- a role that cannot reach the extension cannot have made an index
+    END IF;
+    IF TG_EVENT = 'ddl_command_end' THEN
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE i.tbl IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
+                            WHERE c.classid = 'pg_class'::regclass)
+        LOOP
+            SELECT CASE WHEN NOT coalesce(bool_or(a.attname = cfg.id_column AND a.atttypid IN
+                             ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)), false)
+                        THEN cfg.id_column
+                        WHEN NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
+                             ('text'::regtype, 'character varying'::regtype)), false)
+                        THEN cfg.text_column END
+            INTO bad
+            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attnum > 0 AND NOT a.attisdropped;
+            IF bad IS NOT NULL THEN
+                RAISE EXCEPTION 'the minhash index of table % reads column "%"', cfg.tbl, bad
+                    USING ERRCODE = 'dependent_objects_still_exist',
+                          DETAIL = format('Its id column "%s" must stay smallint, integer or '
+                                          'bigint and its text column "%s" text or character '
+                                          'varying, under these names.',
+                                          cfg.id_column, cfg.text_column),
+                          HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                        'create it again afterwards.', cfg.tbl);
+            END IF;
+        END LOOP;
+        RETURN;
+    END IF;
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.tbl IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        BEGIN
+            PERFORM @extschema@._minhash_drop_objects(cfg);
+        EXCEPTION WHEN insufficient_privilege THEN
+            -- (the dropped table's regclass prints as a bare OID)
+            SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
+            WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0;
+            RAISE WARNING 'the minhash index of dropped table % was left behind: %',
+                dropped_name, SQLERRM
+                USING HINT = format('Its owner can drop %s and %s.', cfg.band_table,
+                                    cfg.sync_function);
+        END;
+        DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl;
+    END LOOP;
+END $$;
+
+CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION @extschema@._minhash_ddl();
+CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
+    EXECUTE FUNCTION @extschema@._minhash_ddl();
 
 CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
 RETURNS bigint

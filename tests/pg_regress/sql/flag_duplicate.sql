@@ -98,9 +98,14 @@ SELECT pg_temp.try($$INSERT INTO posts (id, title) VALUES (8, 'Best pizza in Nap
 -- NULL texts are never duplicates
 INSERT INTO posts (id, title) VALUES (9, NULL) RETURNING *;
 UPDATE posts SET title = 'Cheap flights to Lisbon in July' WHERE id = 7 RETURNING *;
--- A renamed indexed column is named in the error.
+-- A renamed indexed column is named in the error. (ALTER TABLE refuses to rename it, see ddl.sql;
+-- with event triggers off, as in replica mode, the rename goes through.)
+SET session_replication_role = replica;
 ALTER TABLE posts RENAME COLUMN title TO headline;
+RESET session_replication_role;
 SELECT pg_temp.try($$INSERT INTO posts (id, headline) VALUES (10, 'Anything')$$);
+SET session_replication_role = replica;
 ALTER TABLE posts RENAME COLUMN headline TO title;
+RESET session_replication_role;
 SELECT minhash_index_drop('posts');
 DROP TABLE posts;

@@ -1,0 +1,125 @@
+-- DDL on an indexed table. ALTER TABLE may not take away the id or text column the index reads
+-- (the sync function names them): dropping, renaming or retyping either one is refused with
+-- 2BP01 until the index is dropped. A dropped table takes its band table, sync function and
+-- catalog row along, as it takes its ordinary indexes.
+SET client_min_messages = warning;
+\set VERBOSITY terse
+-- what the index of table `qualified` (schema.name) leaves in the catalogs
+CREATE FUNCTION pg_temp.leftovers(qualified text) RETURNS TABLE (catalog_rows bigint,
+                                                                band_table boolean,
+                                                                sync_function boolean)
+LANGUAGE sql AS $$
+    SELECT (SELECT count(*) FROM minhash_indexes i WHERE i.sync_function = $1 || '_minhash_sync()'),
+           to_regclass($1 || '_minhash_bands') IS NOT NULL,
+           to_regprocedure($1 || '_minhash_sync()') IS NOT NULL
+$$;
+
+CREATE TABLE posts (id int PRIMARY KEY, title text, extra text);
+INSERT INTO posts VALUES (1, 'Cheap flights to Lisbon in May', 'x'), (2, 'Best pizza in Naples', 'y');
+SELECT minhash_index_create('posts', 'id', 'title', threshold => 0.6) IS NOT NULL AS created;
+
+-- Renaming, dropping or retyping an indexed column is refused, and the table is unchanged.
+ALTER TABLE posts RENAME COLUMN title TO headline;
+ALTER TABLE posts RENAME COLUMN id TO post_id;
+ALTER TABLE posts DROP COLUMN title;
+ALTER TABLE posts DROP COLUMN title CASCADE;
+ALTER TABLE posts ALTER COLUMN title TYPE int USING length(title);
+ALTER TABLE posts ALTER COLUMN id TYPE text;
+-- also inside a multi-command ALTER TABLE
+ALTER TABLE posts ADD COLUMN more text, DROP COLUMN title;
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+WHERE attrelid = 'posts'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
+-- the whole error
+\set VERBOSITY verbose
+ALTER TABLE posts RENAME COLUMN title TO headline;
+\set VERBOSITY terse
+
+-- Everything else goes through, and the index stays exact.
+ALTER TABLE posts RENAME COLUMN extra TO notes;
+ALTER TABLE posts DROP COLUMN notes;
+ALTER TABLE posts ADD COLUMN dup int;
+ALTER TABLE posts ALTER COLUMN title TYPE varchar(200);
+ALTER TABLE posts ALTER COLUMN id TYPE bigint;
+ALTER TABLE posts RENAME TO articles;
+INSERT INTO articles (id, title) VALUES (3, 'Cheap flights to Lisbon in June');
+UPDATE articles SET title = 'Best pizza in Naples!' WHERE id = 2;
+SELECT * FROM minhash_index_check('articles');
+SELECT id, round(similarity::numeric, 3) FROM minhash_similar('articles', 'Cheap flights to Lisbon in May') ORDER BY id;
+ALTER TABLE articles RENAME TO posts;
+-- With the index dropped, the columns are the table's own again.
+SELECT minhash_index_drop('posts');
+ALTER TABLE posts RENAME COLUMN title TO headline;
+SELECT minhash_index_create('posts', 'id', 'headline', threshold => 0.6) IS NOT NULL AS created;
+
+-- DROP TABLE takes the index along; rolled back, all of it comes back.
+BEGIN;
+DROP TABLE posts;
+SELECT * FROM pg_temp.leftovers('public.posts');
+ROLLBACK;
+SELECT * FROM pg_temp.leftovers('public.posts');
+SELECT * FROM minhash_index_check('posts');
+INSERT INTO posts (id, headline) VALUES (4, 'Best pizza in Naples!!');
+SELECT * FROM minhash_index_check('posts');
+DROP TABLE posts;
+SELECT * FROM pg_temp.leftovers('public.posts');
+
+-- Several tables in one DROP, the band table among them, and DROP SCHEMA ... CASCADE.
+CREATE SCHEMA drops;
+CREATE TABLE drops.a (id int PRIMARY KEY, body text);
+CREATE TABLE drops.b (id int PRIMARY KEY, body text);
+CREATE TABLE public.c (id int PRIMARY KEY, body text);
+SELECT minhash_index_create('drops.a', 'id', 'body') IS NOT NULL AS a,
+       minhash_index_create('drops.b', 'id', 'body') IS NOT NULL AS b,
+       minhash_index_create('public.c', 'id', 'body') IS NOT NULL AS c;
+DROP TABLE public.c, public.c_minhash_bands;
+SELECT * FROM pg_temp.leftovers('public.c');
+DROP SCHEMA drops CASCADE;
+SELECT * FROM pg_temp.leftovers('drops.a');
+SELECT * FROM pg_temp.leftovers('drops.b');
+SELECT count(*) AS catalog_rows FROM minhash_indexes;
+
+-- The band table and sync function belong to the table's owner, whoever created the index, so
+-- the owner's DROP TABLE takes them along.
+CREATE ROLE regress_minhash_ddl;
+CREATE ROLE regress_minhash_other;
+GRANT CREATE ON SCHEMA public TO regress_minhash_ddl;
+CREATE TABLE owned (id int PRIMARY KEY, body text);
+ALTER TABLE owned OWNER TO regress_minhash_ddl;
+SELECT minhash_index_create('owned', 'id', 'body') IS NOT NULL AS created_by_superuser;
+SELECT pg_get_userbyid(relowner) AS band_table_owner FROM pg_class WHERE oid = 'owned_minhash_bands'::regclass;
+SELECT pg_get_userbyid(proowner) AS sync_function_owner, prosecdef FROM pg_proc
+WHERE oid = 'owned_minhash_sync()'::regprocedure;
+SET ROLE regress_minhash_ddl;
+ALTER TABLE owned RENAME COLUMN body TO text;
+DROP TABLE owned;
+RESET ROLE;
+SELECT * FROM pg_temp.leftovers('public.owned');
+
+-- A band table the dropping role may not drop is left behind with a WARNING; the DROP TABLE
+-- itself goes through and the catalog row goes.
+SET ROLE regress_minhash_ddl;
+CREATE TABLE owned (id int PRIMARY KEY, body text);
+SELECT minhash_index_create('owned', 'id', 'body') IS NOT NULL AS created;
+RESET ROLE;
+ALTER TABLE owned_minhash_bands OWNER TO regress_minhash_other;
+SET ROLE regress_minhash_ddl;
+SET client_min_messages = warning;
+DROP TABLE owned;
+RESET ROLE;
+SELECT * FROM pg_temp.leftovers('public.owned');
+DROP TABLE owned_minhash_bands;
+DROP FUNCTION owned_minhash_sync();
+
+-- A role that cannot reach the extension's schema still runs its own DDL.
+REVOKE USAGE ON SCHEMA public FROM PUBLIC;
+CREATE SCHEMA own AUTHORIZATION regress_minhash_ddl;
+SET ROLE regress_minhash_ddl;
+CREATE TABLE own.mine (id int PRIMARY KEY, body text);
+ALTER TABLE own.mine RENAME COLUMN body TO words;
+DROP TABLE own.mine;
+RESET ROLE;
+GRANT USAGE ON SCHEMA public TO PUBLIC;
+DROP SCHEMA own;
+
+REVOKE CREATE ON SCHEMA public FROM regress_minhash_ddl;
+DROP ROLE regress_minhash_ddl, regress_minhash_other;
