@@ -362,7 +362,7 @@ DECLARE
     bad name;
     dropped_name text;
 BEGIN
-    IF NOT has_schema_privilege('@extschema@', 'USAGE') THEN
+    IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
     END IF;
     IF TG_EVENT = 'ddl_command_end' THEN

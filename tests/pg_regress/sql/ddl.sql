@@ -121,5 +121,16 @@ RESET ROLE;
 GRANT USAGE ON SCHEMA public TO PUBLIC;
 DROP SCHEMA own;
 
+-- The extension in a schema whose name needs quoting.
+BEGIN;
+DROP EXTENSION pg_minhash;
+CREATE SCHEMA "Odd Ext";
+CREATE EXTENSION pg_minhash SCHEMA "Odd Ext";
+CREATE TABLE odd (id int PRIMARY KEY, body text, extra text);
+SELECT "Odd Ext".minhash_index_create('odd', 'id', 'body') IS NOT NULL AS created;
+ALTER TABLE odd RENAME COLUMN extra TO notes;
+ALTER TABLE odd RENAME COLUMN body TO words;
+ROLLBACK;
+
 REVOKE CREATE ON SCHEMA public FROM regress_minhash_ddl;
 DROP ROLE regress_minhash_ddl, regress_minhash_other;
