@@ -62,6 +62,19 @@ def shingles(text, n=5):
     return [t[i:i + n] for i in range(len(t) - n + 1)]
 
 
+# --- the host's memory latency -------------------------------------------------------------
+
+def memory_latency(when):
+    """Prints (and records) the host's random-access memory latency: the insert path is bound
+    by it, and on a shared host it drifts from run to run."""
+    out = subprocess.run(["cargo", "bench", "--bench", "memory_latency"], capture_output=True,
+                         text=True, check=True).stdout
+    figures = re.findall(r"over (\S+ \S+): (\d+) ns", out)
+    say(f"host memory latency {when}: " + ", ".join(f"{ns} ns over {size}" for size, ns in figures)
+        + " (dependent random loads)")
+    record(f"memory latency {when}, 1 GiB", f"{figures[-1][1]} ns", "", "printed", None)
+
+
 # --- 1. the signature kernel against rensa ---------------------------------------------------
 
 def kernel(docs, quick):
@@ -406,6 +419,7 @@ def main():
     say(f"corpus: {len(docs)} documents, {sum(len(d.encode()) for d in docs) / 2**20:.1f} MiB; "
         f"{os.cpu_count()} cores; PostgreSQL {psql('SHOW server_version', 'postgres')}")
 
+    memory_latency("at the start")
     kernel(docs, args.quick)
     load_seconds = load(args.corpus, args.quick)
     in_database(args.quick)
@@ -415,6 +429,7 @@ def main():
         trgm_seconds = pg_trgm_peer(60)
         record("peers, end to end", "", f"datasketch {ds_seconds:.0f} s (recall {ds_recall:.2f}); "
                f"pg_trgm ~{trgm_seconds / 3600:.1f} h", "", None)
+    memory_latency("before the scale runs")
     scale(20_000 if args.quick else 1_000_000, args.pgbench, args.quick)
 
     say("\n== Summary")
