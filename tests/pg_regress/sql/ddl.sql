@@ -132,5 +132,18 @@ ALTER TABLE odd RENAME COLUMN extra TO notes;
 ALTER TABLE odd RENAME COLUMN body TO words;
 ROLLBACK;
 
+-- A non-superuser may install the (trusted) extension; its event triggers come along, owned by
+-- the bootstrap superuser, and guard that role's tables.
+BEGIN;
+DROP EXTENSION pg_minhash;
+SELECT format('GRANT CREATE ON DATABASE %I TO regress_minhash_ddl', current_database()) \gexec
+SET ROLE regress_minhash_ddl;
+CREATE EXTENSION pg_minhash;
+SELECT evtname, evtowner = 10 AS bootstrap_owned FROM pg_event_trigger ORDER BY 1;
+CREATE TABLE trusted (id int PRIMARY KEY, body text);
+SELECT minhash_index_create('trusted', 'id', 'body') IS NOT NULL AS created;
+ALTER TABLE trusted RENAME COLUMN body TO words;
+ROLLBACK;
+
 REVOKE CREATE ON SCHEMA public FROM regress_minhash_ddl;
 DROP ROLE regress_minhash_ddl, regress_minhash_other;
