@@ -25,15 +25,22 @@ COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per table with a manage
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 
 -- Everyone may read the catalog (the triggers of a table read it as whoever writes the table);
--- only a table's owner may add, change or remove its row.
+-- only a table's owner may add, change or remove its row. A row may name only a band table and
+-- sync function that its writer could drop: minhash_index_drop, minhash_index_rebuild and the
+-- minhash_ddl_dropped event trigger drop or truncate them as whoever runs those, maybe a
+-- superuser, and must not be steered at someone else's objects. A row whose table is gone may
+-- be removed by anyone (minhash_ddl_dropped removes it as whoever dropped the table, when the
+-- table's owner can no longer be looked up).
 ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
--- (A row whose table is gone may be removed by anyone: _minhash_ddl_dropped removes the row of a
--- dropped table as whoever dropped it, when its owner can no longer be looked up.)
 CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
     USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
            OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
-    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE'));
+    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
+                AND pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class
+                                            WHERE oid = band_table), 'USAGE')
+                AND coalesce(pg_catalog.pg_has_role((SELECT proowner FROM pg_catalog.pg_proc
+                             WHERE oid = pg_catalog.to_regprocedure(sync_function)), 'USAGE'), true));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
 -- Each backend caches the catalog rows its lookups read (src/index/lookup.rs). A changed row
@@ -308,19 +315,30 @@ BEGIN
 END $$;
 
 -- Drops the band table and sync function of an index, those that still exist: either may be
--- gone already, dropped by hand or by the command that fired _minhash_ddl_dropped.
-CREATE FUNCTION @extschema@._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+-- gone already, dropped by hand or by the command that fired minhash_ddl_dropped. The catalog
+-- policy made sure the row's writer could drop the band table; the function is dropped only if
+-- it belongs to `owner` (the role that owns the index), since a row may name a function that
+-- did not exist when it was written. A function left behind gets a WARNING.
+CREATE FUNCTION @extschema@._minhash_drop_objects(cfg @extschema@.minhash_indexes, owner oid)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    fn regprocedure := to_regprocedure(cfg.sync_function);
 BEGIN
     -- (a dropped band table prints as a bare OID, which DROP TABLE cannot parse)
     IF EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.band_table) THEN
         EXECUTE format('DROP TABLE %s', cfg.band_table);
     END IF;
-    IF to_regprocedure(cfg.sync_function) IS NOT NULL THEN
-        EXECUTE format('DROP FUNCTION %s', cfg.sync_function);
+    IF fn IS NULL THEN
+        RETURN;
+    END IF;
+    IF (SELECT p.proowner FROM pg_proc p WHERE p.oid = fn) IS NOT DISTINCT FROM owner THEN
+        EXECUTE format('DROP FUNCTION %s', fn);
+    ELSE
+        RAISE WARNING 'function % was left behind: it is not known to belong to the owner of the minhash index',
+            fn USING HINT = 'Its owner can drop it.';
     END IF;
 END $$;
 
@@ -337,7 +355,8 @@ BEGIN
                                'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
     END LOOP;
-    PERFORM @extschema@._minhash_drop_objects(cfg);
+    PERFORM @extschema@._minhash_drop_objects(
+        cfg, (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl));
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
 
@@ -398,7 +417,9 @@ BEGIN
                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
     LOOP
         BEGIN
-            PERFORM @extschema@._minhash_drop_objects(cfg);
+            -- (the table's owner is gone with it; the band table's stands in, when it is left)
+            PERFORM @extschema@._minhash_drop_objects(
+                cfg, (SELECT c.relowner FROM pg_class c WHERE c.oid = cfg.band_table));
         EXCEPTION WHEN insufficient_privilege THEN
             -- (the dropped table's regclass prints as a bare OID)
             SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
