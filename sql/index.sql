@@ -38,7 +38,7 @@ CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
            OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
     WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
                 AND pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class
-                                            WHERE oid = band_table), 'USAGE')
+                                            WHERE oid = band_table AND relkind = 'r'), 'USAGE')
                 AND coalesce(pg_catalog.pg_has_role((SELECT proowner FROM pg_catalog.pg_proc
                              WHERE oid = pg_catalog.to_regprocedure(sync_function)), 'USAGE'), true));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
@@ -445,10 +445,20 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    caller_role text := current_setting('role');
+    done bigint;
 BEGIN
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    -- The band table is written as its owner, as PostgreSQL's REINDEX and VACUUM act as a
+    -- table's owner: a trigger, rule or index expression the owner added to it must not run with
+    -- the rights of a (maybe superuser) caller. SET ROLE fails for a caller who is not a member
+    -- of the owning role, who could not rebuild the index anyway.
+    PERFORM set_config('role', (SELECT pg_get_userbyid(c.relowner) FROM pg_class c
+                                WHERE c.oid = cfg.band_table), true);
     EXECUTE format('TRUNCATE %s', cfg.band_table);
-    RETURN @extschema@._minhash_backfill(tbl);
+    done := @extschema@._minhash_backfill(tbl);
+    PERFORM set_config('role', caller_role, true);
+    RETURN done;
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)

@@ -140,6 +140,27 @@ SELECT to_regclass('bait_bands') IS NULL AS own_band_table_dropped,
 DROP TABLE bait, victim;
 DROP FUNCTION later_fn(), victim_fn();
 
+-- minhash_index_rebuild writes the band table as its owner: what that owner hung on it runs
+-- with the owner's rights, not with those of the superuser who called the rebuild.
+SET ROLE regress_minhash_ddl;
+CREATE TABLE hooked (id int PRIMARY KEY, body text);
+INSERT INTO hooked VALUES (1, 'some text to index');
+SELECT minhash_index_create('hooked', 'id', 'body') IS NOT NULL AS created;
+CREATE TABLE hook_log (who name);
+CREATE FUNCTION hook() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.hook_log VALUES (current_user);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hook AFTER INSERT ON hooked_minhash_bands EXECUTE FUNCTION hook();
+RESET ROLE;
+SELECT minhash_index_rebuild('hooked') AS rows_read;
+SELECT DISTINCT who AS hook_ran_as FROM hook_log;
+SELECT current_user AS back_to;
+SELECT * FROM minhash_index_check('hooked');
+DROP TABLE hooked, hook_log;
+DROP FUNCTION hook();
+
 -- A role that cannot reach the extension's schema still runs its own DDL.
 REVOKE USAGE ON SCHEMA public FROM PUBLIC;
 CREATE SCHEMA own AUTHORIZATION regress_minhash_ddl;
