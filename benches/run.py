@@ -365,11 +365,11 @@ def scale(rows, pgbench_bin, quick):
         inserts.append(inserted(next_script))
         flagged += int(psql("SELECT count(duplicate_of) FROM questions")) - before
     plain, insert = float(np.median(plains)), float(np.median(inserts))
-    phases = ", ".join(f"{r:,.0f}" for r in inserts)
+    listed = lambda rates: ", ".join(f"{r:,.0f}" for r in rates)
     say(f"single-session inserts of new questions with minhash_flag_duplicate: {insert:,.0f} rows/s, "
-        f"median of {len(inserts)} phase(s) of {seconds} s ({phases}); {flagged} of "
+        f"median of {len(inserts)} phase(s) of {seconds} s ({listed(inserts)}); {flagged} of "
         f"{sum(inserts) * seconds:,.0f} flagged; {plain:,.0f} rows/s with the band table kept but no "
-        f"flag trigger (median of {', '.join(f'{r:,.0f}' for r in plains)})")
+        f"flag trigger (median of {listed(plains)})")
     # The procedure of earlier runs, for comparison: a random pending question each time, so
     # that about half the inserts repeat a question inserted seconds before (exact duplicates).
     redrawn = pgbench(pgbench_bin, f"\\set n random({rows + 1}, {rows + min(fresh, 100_000)})\n"
