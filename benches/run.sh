@@ -27,12 +27,28 @@ fi
 
 echo "==> building and installing pg_minhash (release)"
 install_extension --release
-trap cluster_stop EXIT
+huge_pages_before=$(cat /proc/sys/vm/nr_hugepages)
+restore_huge_pages() {
+    [ "$(cat /proc/sys/vm/nr_hugepages)" = "$huge_pages_before" ] ||
+        as_root sysctl -q -w vm.nr_hugepages="$huge_pages_before" || true
+}
+trap 'cluster_stop; restore_huge_pages' EXIT
 cluster_start "$(mktemp -d /tmp/pg_minhash-bench.XXXXXX)"
-# benchmarks want more than the defaults of a throwaway cluster
+# benchmarks want more than the defaults of a throwaway cluster; no checkpoint is due during
+# the insert phases, which start right after one
 psql -X -q -d postgres -c "ALTER SYSTEM SET shared_buffers = '2GB'" \
     -c "ALTER SYSTEM SET work_mem = '64MB'" -c "ALTER SYSTEM SET maintenance_work_mem = '1GB'" \
-    -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "ALTER SYSTEM SET synchronous_commit = off"
+    -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "ALTER SYSTEM SET checkpoint_timeout = '30min'" \
+    -c "ALTER SYSTEM SET synchronous_commit = off"
 as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -w restart >/dev/null
+# Huge pages for the shared buffers, as the README's Troubleshooting section advises for large
+# band indexes: reserved for the run (PostgreSQL's default huge_pages = try takes them) and
+# given back at the end. Without them (no root, or the kernel cannot find the memory) the run
+# goes on with 4 KiB pages; run.py prints which it got.
+if [ "${PG_MINHASH_BENCH_HUGE_PAGES:-1}" = 1 ]; then
+    needed=$(psql -X -A -t -d postgres -c "SHOW shared_memory_size_in_huge_pages")
+    as_root sysctl -q -w vm.nr_hugepages=$((huge_pages_before + needed)) || true
+    as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -w restart >/dev/null
+fi
 
 .bench/venv/bin/python benches/run.py --corpus "$csv" --pgbench "$PG_BIN/pgbench" "$@"
