@@ -105,10 +105,12 @@ def kernel(docs, quick):
     # each side's best round, so neither is measured only in a slow moment. Within a round both
     # sides give a median: criterion's over its samples, rensa's over five passes.
     ours = rensa = 0.0
+    rounds = []
     for _ in range(1 if quick else 5):
         out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
         thrpt = re.search(r"thrpt:\s+\[\S+ \S+ (\S+) (\S+)", out)
-        ours = max(ours, float(thrpt.group(1)) * (1024 if thrpt.group(2) == "GiB/s" else 1))
+        round_ours = float(thrpt.group(1)) * (1024 if thrpt.group(2) == "GiB/s" else 1)
+        ours = max(ours, round_ours)
         passes = []
         for _ in range(5):
             started = time.perf_counter()
@@ -118,9 +120,10 @@ def kernel(docs, quick):
                 m.digest()
             passes.append(size / (time.perf_counter() - started) / 2**20)
         rensa = max(rensa, float(np.median(passes)))
+        rounds.append(f"{round_ours:.0f}/{np.median(passes):.1f}")
     say(f"pg_minhash core: {ours:.1f} MiB/s (criterion median, best of interleaved rounds; shingling included)")
     say(f"rensa RMinHash:  {rensa:.1f} MiB/s (pre-built shingle lists: hashing only; median of 5 passes, best round)")
-    say(f"ratio {ours / rensa:.2f}")
+    say(f"ratio {ours / rensa:.2f} (rounds, ours/rensa MiB/s: {', '.join(rounds)})")
     record("kernel throughput (MiB/s)", f"{ours:.1f}", f"rensa {rensa:.1f}", ">= 50 MB/s and >= 3x rensa",
            ours * 2**20 >= 50e6 and ours >= 3 * rensa)
 
@@ -363,10 +366,31 @@ def scale(rows, pgbench_bin, quick):
     next_script = ("INSERT INTO questions (body) SELECT p.body FROM pending p "
                    "WHERE p.n = (SELECT nextval('pending_next'));\n")
 
-    def inserted(script, protocol="prepared"):
+    def counters():
+        """What a phase may wait on: WAL written (full-page images among it), buffers read in
+        and written by the backend itself, and the host's CPU time by state."""
+        db = psql("SELECT w.wal_bytes, w.wal_fpi, w.wal_buffers_full, b.buffers_backend, "
+                  "(SELECT sum(blks_read) FROM pg_stat_database) "
+                  "FROM pg_stat_wal w, pg_stat_bgwriter b").split("|")
+        with open("/proc/stat") as f:
+            cpu = [int(v) for v in f.readline().split()[1:9]]
+        return [float(v) for v in db], cpu
+
+    def phase_line(name, rate, before, after):
+        (db0, cpu0), (db1, cpu1) = before, after
+        d = [b - a for a, b in zip(db0, db1)]
+        c = [b - a for a, b in zip(cpu0, cpu1)]
+        share = lambda i: 100 * c[i] / max(sum(c), 1)
+        say(f"    {name}: {rate:,.0f} rows/s; WAL {d[0] / 2**20:,.0f} MiB ({d[1]:,.0f} full-page images, "
+            f"{d[2]:,.0f} waits for WAL buffers), {d[4]:,.0f} blocks read, {d[3]:,.0f} written by the "
+            f"backend; host CPU idle {share(3):.0f}%, iowait {share(4):.0f}%, steal {share(7):.0f}%")
+
+    def inserted(script, name, protocol="prepared"):
         """Rows/s of `script` over `seconds`, after checking that every transaction inserted."""
         before = int(psql("SELECT count(*) FROM questions"))
+        start = counters()
         rate = pgbench(pgbench_bin, script, seconds, protocol=protocol)
+        phase_line(name, rate, start, counters())
         added = int(psql("SELECT count(*) FROM questions")) - before
         if added < rate * seconds * 0.9:
             raise RuntimeError(f"pending questions ran out: {added} rows inserted at {rate:.0f}/s")
@@ -378,17 +402,18 @@ def scale(rows, pgbench_bin, quick):
     # 30 min), so the first write of each page after it (a full-page image in the WAL) lands in
     # the first phases, not at a random point of the run.
     psql("CHECKPOINT")
+    say("insert phases, in order:")
     plains, inserts, flagged = [], [], 0
     for _ in range(1 if quick else 3):
         psql("DROP TRIGGER IF EXISTS flag ON questions")
-        plains.append(inserted(next_script))
+        plains.append(inserted(next_script, "without the flag trigger"))
         psql("CREATE TRIGGER flag BEFORE INSERT ON questions FOR EACH ROW "
              "EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of')")
         before = int(psql("SELECT count(duplicate_of) FROM questions"))
-        inserts.append(inserted(next_script))
+        inserts.append(inserted(next_script, "with the flag trigger"))
         flagged += int(psql("SELECT count(duplicate_of) FROM questions")) - before
     plain, insert = float(np.median(plains)), float(np.median(inserts))
-    simple = inserted(next_script, protocol="simple")
+    simple = inserted(next_script, "with the flag trigger, simple protocol", protocol="simple")
     listed = lambda rates: ", ".join(f"{r:,.0f}" for r in rates)
     say(f"single-session inserts of new questions with minhash_flag_duplicate: {insert:,.0f} rows/s, "
         f"median of {len(inserts)} phase(s) of {seconds} s ({listed(inserts)}); {flagged} of "

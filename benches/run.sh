@@ -36,7 +36,7 @@ trap 'cluster_stop; restore_huge_pages' EXIT
 cluster_start "$(mktemp -d /tmp/pg_minhash-bench.XXXXXX)"
 # benchmarks want more than the defaults of a throwaway cluster; no checkpoint is due during
 # the insert phases, which start right after one
-psql -X -q -d postgres -c "ALTER SYSTEM SET shared_buffers = '2GB'" \
+psql -X -q -d postgres -c "ALTER SYSTEM SET shared_buffers = '4GB'" \
     -c "ALTER SYSTEM SET work_mem = '64MB'" -c "ALTER SYSTEM SET maintenance_work_mem = '1GB'" \
     -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "ALTER SYSTEM SET checkpoint_timeout = '30min'" \
     -c "ALTER SYSTEM SET synchronous_commit = off"
