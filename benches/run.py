@@ -101,11 +101,12 @@ def kernel(docs, quick):
     args = ["cargo", "bench", "--bench", "signature", "--", "minhash"]
     if quick:
         args += ["--measurement-time", "1", "--warm-up-time", "1"]
-    # This host is shared and its speed drifts between runs: interleave rounds of both and keep
-    # each side's best round, so neither is measured only in a slow moment. Within a round both
+    # This host is shared and its speed drifts, even within a run: rounds of both alternate, and
+    # the verdict is the median over the rounds of the ratio within each round (both sides
+    # measured moments apart). Each side's best round is printed as well. Within a round both
     # sides give a median: criterion's over its samples, rensa's over five passes.
     ours = rensa = 0.0
-    rounds = []
+    rounds, ratios = [], []
     for _ in range(1 if quick else 5):
         out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
         thrpt = re.search(r"thrpt:\s+\[\S+ \S+ (\S+) (\S+)", out)
@@ -121,11 +122,16 @@ def kernel(docs, quick):
             passes.append(size / (time.perf_counter() - started) / 2**20)
         rensa = max(rensa, float(np.median(passes)))
         rounds.append(f"{round_ours:.0f}/{np.median(passes):.1f}")
+        ratios.append(round_ours / float(np.median(passes)))
     say(f"pg_minhash core: {ours:.1f} MiB/s (criterion median, best of interleaved rounds; shingling included)")
     say(f"rensa RMinHash:  {rensa:.1f} MiB/s (pre-built shingle lists: hashing only; median of 5 passes, best round)")
-    say(f"ratio {ours / rensa:.2f} (rounds, ours/rensa MiB/s: {', '.join(rounds)})")
+    ratio = float(np.median(ratios))
+    say(f"ratio {ratio:.2f} (median over the rounds of the ratio within each round; best round against "
+        f"best round {ours / rensa:.2f}; rounds, ours/rensa MiB/s: {', '.join(rounds)})")
     record("kernel throughput (MiB/s)", f"{ours:.1f}", f"rensa {rensa:.1f}", ">= 50 MB/s and >= 3x rensa",
-           ours * 2**20 >= 50e6 and ours >= 3 * rensa)
+           ours * 2**20 >= 50e6 and ratio >= 3)
+    record("  kernel / rensa, median of round ratios", f"{ratio:.2f}", f"best/best {ours / rensa:.2f}", ">= 3",
+           None)
 
 
 # --- 2. minhash() against md5() in PostgreSQL -------------------------------------------------
