@@ -120,16 +120,17 @@ def kernel(docs, quick):
                 m.update(items)
                 m.digest()
             passes.append(size / (time.perf_counter() - started) / 2**20)
-        rensa = max(rensa, float(np.median(passes)))
-        rounds.append(f"{round_ours:.0f}/{np.median(passes):.1f}")
-        ratios.append(round_ours / float(np.median(passes)))
+        round_rensa = float(np.median(passes))
+        rensa = max(rensa, round_rensa)
+        rounds.append(f"{round_ours:.0f}/{round_rensa:.1f}")
+        ratios.append(round_ours / round_rensa)
     say(f"pg_minhash core: {ours:.1f} MiB/s (criterion median, best of interleaved rounds; shingling included)")
     say(f"rensa RMinHash:  {rensa:.1f} MiB/s (pre-built shingle lists: hashing only; median of 5 passes, best round)")
     ratio = float(np.median(ratios))
     say(f"ratio {ratio:.2f} (median over the rounds of the ratio within each round; best round against "
         f"best round {ours / rensa:.2f}; rounds, ours/rensa MiB/s: {', '.join(rounds)})")
     record("kernel throughput (MiB/s)", f"{ours:.1f}", f"rensa {rensa:.1f}", ">= 50 MB/s and >= 3x rensa",
-           ours * 2**20 >= 50e6 and ratio >= 3)
+           None if quick else ours * 2**20 >= 50e6 and ratio >= 3)
     record("  kernel / rensa, median of round ratios", f"{ratio:.2f}", f"best/best {ours / rensa:.2f}", ">= 3",
            None)
 
