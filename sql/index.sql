@@ -273,11 +273,13 @@ BEGIN
                 SELECT 1 FROM new_rows n WHERE n.%1$I = o.%1$I
                 AND n.%2$I IS NOT DISTINCT FROM o.%2$I))', id_column, text_column)));
 
-    -- WHEN ties each trigger to the extension (see _minhash_installed in src/index/mod.rs)
+    -- Inserts go through _minhash_sync_insert (src/index/sync.rs), which writes the band rows
+    -- directly and hands the call to the sync function when it cannot. The other triggers call
+    -- the sync function; WHEN ties them to the extension (see _minhash_installed in
+    -- src/index/mod.rs), as calling the extension's function ties the insert trigger.
     EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
                     REFERENCING NEW TABLE AS new_rows
-                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
-                    EXECUTE FUNCTION %s', tbl, sync_fn);
+                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync_insert()', tbl);
     EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
                     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
                     FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())

@@ -175,15 +175,18 @@ unsafe impl SqlTranslatable for Regclass {
         <pgrx::PgRelation as SqlTranslatable>::RETURN_SQL;
 }
 
-/// What a lookup needs of a table's `minhash_indexes` row, and how it reads the band table.
-struct IndexConfig {
+/// What a lookup or the insert sync trigger needs of a table's `minhash_indexes` row, and how a
+/// lookup reads the band table.
+pub(super) struct IndexConfig {
     tbl: pg_sys::Oid,
-    id_column: String,
-    text_column: String,
-    band_table: pg_sys::Oid,
-    k: usize,
-    shingling: Shingling,
-    banding: Banding,
+    pub(super) id_column: String,
+    pub(super) text_column: String,
+    pub(super) band_table: pg_sys::Oid,
+    /// The table's PL/pgSQL sync function (InvalidOid if it no longer exists).
+    pub(super) sync_function: pg_sys::Oid,
+    pub(super) k: usize,
+    pub(super) shingling: Shingling,
+    pub(super) banding: Banding,
     threshold: f64,
     /// The band table's index a lookup reads directly, if it has one.
     band_index: Option<BandIndex>,
@@ -196,7 +199,11 @@ struct IndexConfig {
 impl IndexConfig {
     /// The catalog row of `tbl` (see [`IndexConfig::read`]), from this backend's cache when
     /// nothing has changed since it was read.
-    fn get(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Rc<IndexConfig> {
+    pub(super) fn get(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Rc<IndexConfig> {
         if let Some(cfg) = cached_config(tbl) {
             // Lock what the lookup reads, as its first read would; that brings in every
             // invalidation committed meanwhile (a dropped index, a changed row), and the entry
@@ -226,7 +233,7 @@ impl IndexConfig {
         let sql = format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band
+                    i.rows_per_band, pg_catalog.to_regprocedure(i.sync_function)::pg_catalog.oid
              FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
         );
         let row = with_prepared(client, &sql, PgBuiltInOids::OIDOID, tbl.into(), |table| {
@@ -242,10 +249,17 @@ impl IndexConfig {
                 (int(4)?, int(5)?, text(6)?),
                 row.get::<f64>(7)?.expect("NOT NULL column"),
                 (int(8)?, int(9)?),
+                row.get::<pg_sys::Oid>(10)?.unwrap_or(pg_sys::InvalidOid),
             )))
         });
-        let Some(((id_column, text_column), band_table, (k, ngram, unit), threshold, banding)) =
-            row
+        let Some((
+            (id_column, text_column),
+            band_table,
+            (k, ngram, unit),
+            threshold,
+            banding,
+            sync_function,
+        )) = row
         else {
             raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -262,6 +276,7 @@ impl IndexConfig {
             id_column,
             text_column,
             band_table,
+            sync_function,
             k,
             shingling,
             banding,
@@ -404,7 +419,7 @@ fn qualified(rel: pg_sys::Oid) -> Option<String> {
 }
 
 /// [`qualified`], or the OID as a number (as `regclass` prints one) for a dropped table.
-fn regclass_name(tbl: pg_sys::Oid) -> String {
+pub(super) fn regclass_name(tbl: pg_sys::Oid) -> String {
     qualified(tbl).unwrap_or_else(|| tbl.to_u32().to_string())
 }
 
@@ -617,7 +632,7 @@ fn minhash_flag_duplicate<'a>(
 
 const FLAG_HINT: &str =
     "The first trigger argument names the column that receives the duplicate's id.";
-const COLUMNS_HINT: &str =
+pub(super) const COLUMNS_HINT: &str =
     "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
 
 /// The trigger's arguments as given to CREATE TRIGGER.
@@ -634,7 +649,7 @@ fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
 
 /// `(attribute number, type, typmod)` of the live column `name`; 42703 naming the table if
 /// there is none.
-fn column(
+pub(super) fn column(
     tupdesc: pg_sys::TupleDesc,
     tbl: pg_sys::Oid,
     name: &str,

@@ -18,6 +18,7 @@ const FETCH_ROWS: i32 = 10_000;
 
 mod lookup;
 mod scan;
+mod sync;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
