@@ -362,7 +362,8 @@ def scale(rows, pgbench_bin, quick):
     # more than the insert, and a real client sends its text as a parameter. Each insert takes
     # the next question in order (a sequence), so every phase inserts new questions, with the
     # corpus's planted near-duplicates (every tenth), and the run is deterministic.
-    fresh = 60_000 if quick else 300_000
+    # enough for every phase below at up to ~7,000 plain and ~3,500 flagged inserts/s
+    fresh = 80_000 if quick else 450_000
     psql(f"CREATE TABLE pending AS SELECT g AS n, bench_question(g) AS body "
          f"FROM generate_series({rows + 1}, {rows + fresh}) g; ALTER TABLE pending ADD PRIMARY KEY (n); "
          f"CREATE SEQUENCE pending_next START {rows + 1}")
@@ -421,6 +422,14 @@ def scale(rows, pgbench_bin, quick):
         flagged += int(psql("SELECT count(duplicate_of) FROM questions")) - before
     plain, insert = float(np.median(plains)), float(np.median(inserts))
     simple = inserted(next_script, "with the flag trigger, simple protocol", protocol="simple")
+    # The same flagged inserts with the band rows written by the PL/pgSQL sync function's SQL
+    # (what every insert did before _minhash_sync_insert), for a comparison in the same run.
+    psql("ALTER TABLE questions DISABLE TRIGGER minhash_sync_insert; "
+         "CREATE TRIGGER sync_through_sql AFTER INSERT ON questions REFERENCING NEW TABLE AS new_rows "
+         "FOR EACH STATEMENT EXECUTE FUNCTION questions_minhash_sync()")
+    through_sql = inserted(next_script, "with the flag trigger, band rows written through SQL")
+    psql("DROP TRIGGER sync_through_sql ON questions; "
+         "ALTER TABLE questions ENABLE TRIGGER minhash_sync_insert")
     listed = lambda rates: ", ".join(f"{r:,.0f}" for r in rates)
     say(f"single-session inserts of new questions with minhash_flag_duplicate: {insert:,.0f} rows/s, "
         f"median of {len(inserts)} phase(s) of {seconds} s ({listed(inserts)}); {flagged} of "
@@ -428,6 +437,8 @@ def scale(rows, pgbench_bin, quick):
         f"flag trigger (median of {listed(plains)}); statements prepared once, as drivers do")
     say(f"  the same with the flag trigger, each INSERT sent as plain text (parsed and planned every "
         f"time): {simple:,.0f} rows/s")
+    say(f"  the same with the flag trigger, band rows written by the sync function's SQL instead of "
+        f"directly (_minhash_sync_insert): {through_sql:,.0f} rows/s")
     # The procedure of earlier runs, for comparison: a random pending question each time, so
     # that about half the inserts repeat a question inserted seconds before (exact duplicates).
     redrawn = pgbench(pgbench_bin, f"\\set n random({rows + 1}, {rows + min(fresh, 100_000)})\n"
@@ -436,6 +447,7 @@ def scale(rows, pgbench_bin, quick):
     record("inserts/s with flag trigger", f"{insert:.0f}", f"no flag trigger: {plain:.0f}", ">= 2,000/s",
            None if quick else insert >= 2000)
     record("  the same, simple query protocol", f"{simple:.0f}", "", "", None)
+    record("  the same, band rows written through SQL", f"{through_sql:.0f}", "", "", None)
     log_dir = tempfile.mkdtemp()
     os.chmod(log_dir, 0o777)
     pgbench(pgbench_bin, f"\\set n random(1, {rows})\n"
