@@ -200,14 +200,12 @@ impl BandWriter {
                 .cast::<pg_sys::ResultRelInfo>();
             pg_sys::InitResultRelInfo(target, band, 1, std::ptr::null_mut(), 0);
             pg_sys::ExecOpenIndices(target, false);
-            let indexes = (0..(*target).ri_NumIndices as usize).map(|i| {
+            // deferred uniqueness checks and exclusion constraints need the executor's queue
+            let deferred = (0..(*target).ri_NumIndices as usize).any(|i| {
                 let form = &*(*(*(*target).ri_IndexRelationDescs.add(i))).rd_index;
                 (form.indisunique && !form.indimmediate) || form.indisexclusion
             });
-            if indexes
-                .into_iter()
-                .any(|deferred_or_exclusion| deferred_or_exclusion)
-            {
+            if deferred {
                 pg_sys::ExecCloseIndices(target);
                 pg_sys::FreeExecutorState(estate);
                 return None;

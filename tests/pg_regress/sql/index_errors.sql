@@ -1,19 +1,12 @@
 -- Bad arguments to the managed-index functions: SQLSTATE and message of each.
 SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'ok';
-EXCEPTION WHEN others THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 
 CREATE TABLE docs (id int PRIMARY KEY, body text, label text, n int, shared int);
 CREATE TABLE text_keys (id text PRIMARY KEY, body text);
 CREATE TABLE no_key (id int, body text);
 CREATE VIEW docs_view AS SELECT * FROM docs;
 
-SELECT pg_temp.try(q) FROM unnest(ARRAY[
+SELECT try(q) FROM unnest(ARRAY[
   $$SELECT minhash_index_create('no_such_table', 'id', 'body')$$,
   $$SELECT minhash_index_create('docs', 'nope', 'body')$$,
   $$SELECT minhash_index_create('docs', 'id', 'nope')$$,
@@ -45,7 +38,7 @@ SELECT pg_temp.try(q) FROM unnest(ARRAY[
 
 -- With an index: a second one, and bad query arguments.
 SELECT minhash_index_create('docs', 'id', 'body', bands => 32);
-SELECT pg_temp.try(q) FROM unnest(ARRAY[
+SELECT try(q) FROM unnest(ARRAY[
   $$SELECT minhash_index_create('docs', 'id', 'body')$$,
   $$SELECT * FROM minhash_similar('docs', 'x', threshold => 0)$$,
   $$SELECT * FROM minhash_similar('docs', 'x', threshold => 2)$$,
@@ -59,7 +52,7 @@ SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'docs'::regclass;
 -- The band table's name is taken: a clear error, nothing created.
 SELECT minhash_index_drop('docs');
 CREATE TABLE docs_minhash_bands (x int);
-SELECT pg_temp.try($$SELECT minhash_index_create('docs', 'id', 'body')$$);
+SELECT try($$SELECT minhash_index_create('docs', 'id', 'body')$$);
 SELECT count(*) FROM minhash_indexes;
 DROP TABLE docs_minhash_bands, docs CASCADE;
 DROP TABLE text_keys, no_key;
@@ -84,7 +77,7 @@ INSERT INTO lost VALUES (1, 'a band table that will be dropped by hand');
 SELECT minhash_index_create('lost', 'id', 'body') IS NOT NULL AS created;
 SELECT count(*) FROM minhash_similar('lost', 'a band table that will be dropped by hand');
 DROP TABLE lost_minhash_bands CASCADE;
-SELECT regexp_replace(pg_temp.try($$SELECT count(*) FROM minhash_similar('lost', 'a band table')$$),
+SELECT regexp_replace(try($$SELECT count(*) FROM minhash_similar('lost', 'a band table')$$),
                       'OID \d+', 'OID n') AS error;
 SELECT minhash_index_drop('lost');
 SELECT count(*) AS catalog_rows, (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'lost'::regclass) AS triggers

@@ -1,12 +1,5 @@
 -- Hostile names, other schemas, and privileges: everything runs as the caller.
 SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'ok';
-EXCEPTION WHEN others THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 
 -- Mixed case, spaces, quotes and semicolons in schema, table and column names.
 CREATE SCHEMA "Odd Schema";
@@ -49,15 +42,15 @@ RESET ROLE;
 
 -- A role without SELECT on the table gets permission denied, not the data.
 SET ROLE regress_minhash_stranger;
-SELECT pg_temp.try($$SELECT * FROM minhash_similar('owned', 'private text that should stay private')$$);
-SELECT pg_temp.try($$SELECT * FROM minhash_duplicates('owned')$$);
-SELECT pg_temp.try($$SELECT * FROM owned_minhash_bands$$);
+SELECT try($$SELECT * FROM minhash_similar('owned', 'private text that should stay private')$$);
+SELECT try($$SELECT * FROM minhash_duplicates('owned')$$);
+SELECT try($$SELECT * FROM owned_minhash_bands$$);
 -- nor can it index, drop, rebuild or edit the catalog of a table it does not own
-SELECT pg_temp.try($$SELECT minhash_index_create('owned', 'id', 'body')$$);
-SELECT pg_temp.try($$SELECT minhash_index_drop('owned')$$);
-SELECT pg_temp.try($$SELECT minhash_index_rebuild('owned')$$);
-SELECT pg_temp.try($$DELETE FROM minhash_indexes$$);
-SELECT pg_temp.try($$UPDATE minhash_indexes SET threshold = 0.1$$);
+SELECT try($$SELECT minhash_index_create('owned', 'id', 'body')$$);
+SELECT try($$SELECT minhash_index_drop('owned')$$);
+SELECT try($$SELECT minhash_index_rebuild('owned')$$);
+SELECT try($$DELETE FROM minhash_indexes$$);
+SELECT try($$UPDATE minhash_indexes SET threshold = 0.1$$);
 RESET ROLE;
 SELECT count(*) AS catalog_rows, min(threshold) AS threshold FROM minhash_indexes;
 
@@ -66,7 +59,7 @@ SET ROLE regress_minhash_writer;
 INSERT INTO owned VALUES (3, 'written by another role');
 UPDATE owned SET body = 'rewritten by another role' WHERE id = 3;
 DELETE FROM owned WHERE id = 1;
-SELECT pg_temp.try($$INSERT INTO owned_minhash_bands VALUES (1, 1)$$);
+SELECT try($$INSERT INTO owned_minhash_bands VALUES (1, 1)$$);
 RESET ROLE;
 SELECT * FROM minhash_index_check('owned');
 

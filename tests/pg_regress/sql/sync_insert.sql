@@ -2,13 +2,6 @@
 -- would write, and the SQL itself wherever a direct write would skip something the band table's
 -- owner added to it.
 SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'ok';
-EXCEPTION WHEN others THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 CREATE TABLE bulk (id int UNIQUE, body text);
 SELECT minhash_index_create('bulk', 'id', 'body') IS NOT NULL AS created;
 SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'bulk'::regclass;
@@ -34,7 +27,7 @@ SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
 
 -- A NULL id (the unique column allows it) with a text: the band table's id is NOT NULL, so the
 -- insert fails as the sync function's INSERT would; without a text it has no band rows.
-SELECT pg_temp.try($$INSERT INTO bulk VALUES (NULL, 'a text without an id')$$);
+SELECT try($$INSERT INTO bulk VALUES (NULL, 'a text without an id')$$);
 INSERT INTO bulk VALUES (NULL, NULL);
 
 -- A trigger on the band table: inserts now go through the sync function's SQL, which fires it
@@ -55,7 +48,7 @@ SELECT * FROM band_log;
 
 -- A CHECK constraint on the band table holds.
 ALTER TABLE bulk_minhash_bands ADD CONSTRAINT small_ids CHECK (id < 5000);
-SELECT pg_temp.try($$INSERT INTO bulk VALUES (6000, 'an id the constraint refuses')$$);
+SELECT try($$INSERT INTO bulk VALUES (6000, 'an id the constraint refuses')$$);
 INSERT INTO bulk VALUES (4000, 'an id the constraint allows');
 ALTER TABLE bulk_minhash_bands DROP CONSTRAINT small_ids;
 
@@ -70,9 +63,14 @@ SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
 
 -- A unique (partial) index on the band table holds too: two equal texts share their keys.
 CREATE UNIQUE INDEX one_row_per_key ON bulk_minhash_bands (key) WHERE id > 4002;
-SELECT pg_temp.try($$INSERT INTO bulk VALUES (4003, 'twice in one band table'), (4004, 'twice in one band table')$$);
+SELECT try($$INSERT INTO bulk VALUES (4003, 'twice in one band table'), (4004, 'twice in one band table')$$);
 INSERT INTO bulk VALUES (4003, 'once in one band table');
 DROP INDEX one_row_per_key;
+-- A deferrable unique constraint is checked at commit, through the SQL path.
+ALTER TABLE bulk_minhash_bands ADD CONSTRAINT one_row_per_band UNIQUE (key, id) DEFERRABLE INITIALLY DEFERRED;
+INSERT INTO bulk VALUES (4005, 'a row under a deferred constraint');
+SELECT try($$INSERT INTO bulk_minhash_bands SELECT id, key, sketch1, sketch2 FROM bulk_minhash_bands WHERE id = 4005 LIMIT 1; SET CONSTRAINTS ALL IMMEDIATE$$);
+ALTER TABLE bulk_minhash_bands DROP CONSTRAINT one_row_per_band;
 
 -- Rolled back, nothing stays.
 BEGIN;
@@ -84,11 +82,11 @@ SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
 -- The trigger function refuses any other use.
 CREATE TABLE plain_table (id int PRIMARY KEY, body text);
 CREATE TRIGGER misused BEFORE INSERT ON plain_table FOR EACH ROW EXECUTE FUNCTION _minhash_sync_insert();
-SELECT pg_temp.try($$INSERT INTO plain_table VALUES (1, 'x')$$);
+SELECT try($$INSERT INTO plain_table VALUES (1, 'x')$$);
 DROP TRIGGER misused ON plain_table;
 CREATE TRIGGER misused AFTER INSERT ON plain_table REFERENCING NEW TABLE AS n
     FOR EACH STATEMENT EXECUTE FUNCTION _minhash_sync_insert();
-SELECT pg_temp.try($$INSERT INTO plain_table VALUES (1, 'x')$$);
+SELECT try($$INSERT INTO plain_table VALUES (1, 'x')$$);
 
 DROP TABLE plain_table, band_log;
 DROP FUNCTION log_band_rows();
