@@ -2,17 +2,18 @@
 -- that keep them exact, and the functions that query them.
 --
 -- Every function here runs with the caller's rights (SECURITY INVOKER) and builds dynamic SQL
--- only from regclass output (already quoted) and %I-quoted column names. The one exception is
--- the per-table sync trigger function that minhash_index_create writes: it is SECURITY DEFINER
--- and owned by the table owner, so that anyone allowed to write the table can keep its band
--- table exact without being able to write the band table directly.
+-- only from regclass output (already quoted) and %I-quoted column names. What reads or writes
+-- an indexed table or its band table on the index's behalf (backfill, rebuild, check, stats)
+-- goes through _minhash_as_owner (src/index/owner.rs): as the table's owner inside a
+-- security-restricted operation, for callers that have the owner's privileges. The band table
+-- is private to the table's owner; the sync triggers call one fixed function of the extension,
+-- _minhash_sync (src/index/sync.rs), which writes it as the owner in the same way.
 
 CREATE TABLE @extschema@.minhash_indexes (
     tbl regclass PRIMARY KEY,
     id_column name NOT NULL,
     text_column name NOT NULL,
     band_table regclass NOT NULL UNIQUE,
-    sync_function text NOT NULL,
     k int NOT NULL,
     ngram int NOT NULL,
     unit text NOT NULL,
@@ -25,22 +26,19 @@ COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per table with a manage
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 
 -- Everyone may read the catalog (the triggers of a table read it as whoever writes the table);
--- only a table's owner may add, change or remove its row. A row may name only a band table and
--- sync function that its writer could drop: minhash_index_drop, minhash_index_rebuild and the
--- minhash_ddl_dropped event trigger drop or truncate them as whoever runs those, maybe a
--- superuser, and must not be steered at someone else's objects. A row whose table is gone may
--- be removed by anyone (minhash_ddl_dropped removes it as whoever dropped the table, when the
--- table's owner can no longer be looked up).
+-- only a table's owner may add, change or remove its row. A row may name only a band table
+-- that belongs to the same owner: minhash_index_drop and the minhash_ddl_dropped event trigger
+-- drop it as whoever runs those, maybe a superuser, and must not be steered at someone else's
+-- table. A row whose table is gone may be removed by anyone (minhash_ddl_dropped removes it as
+-- whoever dropped the table, when the table's owner can no longer be looked up).
 ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
 CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
     USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
            OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
     WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-                AND pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class
-                                            WHERE oid = band_table AND relkind = 'r'), 'USAGE')
-                AND coalesce(pg_catalog.pg_has_role((SELECT proowner FROM pg_catalog.pg_proc
-                             WHERE oid = pg_catalog.to_regprocedure(sync_function)), 'USAGE'), true));
+                AND (SELECT relowner FROM pg_catalog.pg_class WHERE oid = band_table AND relkind = 'r')
+                    = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
 -- Each backend caches the catalog rows its lookups read (src/index/lookup.rs). A changed row
@@ -92,7 +90,8 @@ AS $$
 $$;
 
 -- Fills the (empty) band table of tbl from its rows in ten set-based chunks of ascending ids,
--- with a NOTICE after each: rows done, percentage and rate. Returns the rows read.
+-- with a NOTICE after each: rows done, percentage and rate. Returns the rows read. It reads the
+-- table and writes the band table as the table's owner (_minhash_as_owner).
 CREATE FUNCTION @extschema@._minhash_backfill(tbl regclass)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -104,21 +103,26 @@ DECLARE
     chunk bigint;
     done bigint := 0;
     n bigint;
+    progress jsonb;
     last_id bigint := -9223372036854775808;
     started timestamptz := clock_timestamp();
     seconds float8;
 BEGIN
-    EXECUTE format('SELECT count(*) FROM %s', tbl) INTO total;
+    total := @extschema@._minhash_as_owner(tbl, format(
+        'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', tbl))::bigint;
     chunk := greatest(ceil(total / 10.0), 1);
     LOOP
-        EXECUTE format(
+        progress := @extschema@._minhash_as_owner(tbl, format(
             'WITH chunk AS MATERIALIZED (
-                 SELECT * FROM %1$s WHERE %2$I > $1 ORDER BY %2$I LIMIT $2),
+                 SELECT * FROM %1$s WHERE %2$I > %5$L::pg_catalog.int8 ORDER BY %2$I LIMIT %6$s),
              added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
-             SELECT count(*), max(%2$I) FROM chunk',
-            tbl, cfg.id_column, cfg.band_table, @extschema@._minhash_band_rows_sql(cfg, 'chunk'))
-            USING last_id, chunk INTO n, last_id;
+             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*), pg_catalog.max(%2$I))
+             FROM chunk',
+            tbl, cfg.id_column, cfg.band_table, @extschema@._minhash_band_rows_sql(cfg, 'chunk'),
+            last_id, chunk));
+        n := (progress ->> 0)::bigint;
         EXIT WHEN n = 0;
+        last_id := (progress ->> 1)::bigint;
         done := done + n;
         seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
         RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', tbl, done, total,
@@ -148,8 +152,6 @@ DECLARE
     id_attnum int2;
     band_name text;
     band regclass;
-    sync_name text;
-    sync_fn text;
     cfg @extschema@.minhash_indexes;
     grantee text;
 BEGIN
@@ -224,7 +226,6 @@ BEGIN
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
 
     band_name := left(rel.relname, 63 - length('_minhash_bands')) || '_minhash_bands';
-    sync_name := left(rel.relname, 63 - length('_minhash_sync')) || '_minhash_sync';
     IF to_regclass(format('%I.%I', rel.nspname, band_name)) IS NOT NULL THEN
         RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
             USING ERRCODE = 'duplicate_table';
@@ -235,112 +236,60 @@ BEGIN
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
-    sync_fn := format('%I.%I()', rel.nspname, sync_name);
-
-    cfg := ROW(tbl, id_column, text_column, band, sync_fn, k, ngram, unit, threshold, bands,
-               rows_per_band, now());
-    INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
-
-    -- The sync function: one per table, so it can run as the table owner (see the top). An
-    -- UPDATE that leaves a row's id and text alone leaves its band rows alone. A row's band rows
-    -- are found again from its old text through the (key, id) index, so the band table needs
-    -- no index on id of its own.
-    EXECUTE format($f$
-        CREATE FUNCTION %1$s RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-        SET search_path = pg_catalog, pg_temp AS $body$
-        BEGIN
-            IF TG_OP = 'INSERT' THEN
-                INSERT INTO %2$s (id, key, sketch1, sketch2) %3$s;
-            ELSIF TG_OP = 'DELETE' THEN
-                DELETE FROM %2$s b USING (%5$s) o WHERE b.key = o.key AND b.id = o.id;
-            ELSIF TG_OP = 'UPDATE' THEN
-                DELETE FROM %2$s b USING (%6$s) o WHERE b.key = o.key AND b.id = o.id;
-                INSERT INTO %2$s (id, key, sketch1, sketch2) %4$s;
-            ELSE
-                TRUNCATE %2$s;
-            END IF;
-            RETURN NULL;
-        END $body$ $f$,
-        sync_fn, band,
-        @extschema@._minhash_band_rows_sql(cfg, 'new_rows'),
-        @extschema@._minhash_band_rows_sql(cfg, format(
-            '(SELECT n.* FROM new_rows n WHERE NOT EXISTS (
-                SELECT 1 FROM old_rows o WHERE o.%1$I = n.%1$I
-                AND o.%2$I IS NOT DISTINCT FROM n.%2$I))', id_column, text_column)),
-        @extschema@._minhash_band_rows_sql(cfg, 'old_rows'),
-        @extschema@._minhash_band_rows_sql(cfg, format(
-            '(SELECT o.* FROM old_rows o WHERE NOT EXISTS (
-                SELECT 1 FROM new_rows n WHERE n.%1$I = o.%1$I
-                AND n.%2$I IS NOT DISTINCT FROM o.%2$I))', id_column, text_column)));
-
-    -- Inserts go through _minhash_sync_insert (src/index/sync.rs), which writes the band rows
-    -- directly and hands the call to the sync function when it cannot. The other triggers call
-    -- the sync function; WHEN ties them to the extension (see _minhash_installed in
-    -- src/index/mod.rs), as calling the extension's function ties the insert trigger.
-    EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
-                    REFERENCING NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync_insert()', tbl);
-    EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
-                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
-                    EXECUTE FUNCTION %s', tbl, sync_fn);
-    EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
-                    REFERENCING OLD TABLE AS old_rows
-                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
-                    EXECUTE FUNCTION %s', tbl, sync_fn);
-    EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
-                    FOR EACH STATEMENT WHEN (@extschema@._minhash_installed())
-                    EXECUTE FUNCTION %s', tbl, sync_fn);
-
-    PERFORM @extschema@._minhash_backfill(tbl);
-    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
-    -- sync function deletes band rows through it.
-    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
-    EXECUTE format('ANALYZE %s', band);
-
-    -- The band table and the sync function belong to the table's owner, whoever made them
-    -- (a superuser, or another member of the owning role), like the table's own indexes.
+    -- The band table belongs to the table's owner, whoever made it (a superuser, or another
+    -- member of the owning role), like the table's own indexes, and is private to that role:
+    -- default privileges may have granted something on it.
     EXECUTE format('ALTER TABLE %s OWNER TO %I', band, pg_get_userbyid(rel.relowner));
-    EXECUTE format('ALTER FUNCTION %s OWNER TO %I', sync_fn, pg_get_userbyid(rel.relowner));
-
-    -- Whoever may read the table may read its band keys.
     FOR grantee IN
         SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END
         FROM pg_class c
         CROSS JOIN LATERAL aclexplode(c.relacl) a
         LEFT JOIN pg_roles r ON r.oid = a.grantee
-        WHERE c.oid = tbl AND a.privilege_type = 'SELECT' AND a.grantee <> rel.relowner
+        WHERE c.oid = band AND a.grantee <> rel.relowner
     LOOP
-        EXECUTE format('GRANT SELECT ON %s TO %s', band, grantee);
+        EXECUTE format('REVOKE ALL ON %s FROM %s', band, grantee);
     END LOOP;
+    PERFORM @extschema@._minhash_link_band_table(tbl, band);
+
+    cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
+               rows_per_band, now());
+    INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
+
+    -- One fixed trigger function of the extension keeps the band table exact; it checks that
+    -- the table and trigger that fire it are these (src/index/sync.rs).
+    EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
+                    REFERENCING NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
+                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
+                    REFERENCING OLD TABLE AS old_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+
+    PERFORM @extschema@._minhash_backfill(tbl);
+    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
+    -- sync trigger deletes band rows through it. PostgreSQL builds it and analyzes the band
+    -- table as the band table's owner.
+    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    EXECUTE format('ANALYZE %s', band);
     RETURN band;
 END $$;
 
--- Drops the band table and sync function of an index, those that still exist: either may be
--- gone already, dropped by hand or by the command that fired minhash_ddl_dropped. The catalog
--- policy made sure the row's writer could drop the band table; the function is dropped only if
--- it belongs to `owner` (the role that owns the index), since a row may name a function that
--- did not exist when it was written. A function left behind gets a WARNING.
-CREATE FUNCTION @extschema@._minhash_drop_objects(cfg @extschema@.minhash_indexes, owner oid)
+-- Drops the band table of an index if it still exists: it may be gone already, dropped by hand
+-- or along with its table. The catalog policy made sure the row names a band table of the
+-- table's owner.
+CREATE FUNCTION @extschema@._minhash_drop_objects(cfg @extschema@.minhash_indexes)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    fn regprocedure := to_regprocedure(cfg.sync_function);
 BEGIN
     -- (a dropped band table prints as a bare OID, which DROP TABLE cannot parse)
     IF EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.band_table) THEN
         EXECUTE format('DROP TABLE %s', cfg.band_table);
-    END IF;
-    IF fn IS NULL THEN
-        RETURN;
-    END IF;
-    IF (SELECT p.proowner FROM pg_proc p WHERE p.oid = fn) IS NOT DISTINCT FROM owner THEN
-        EXECUTE format('DROP FUNCTION %s', fn);
-    ELSE
-        RAISE WARNING 'function % was left behind: it is not known to belong to the owner of the minhash index',
-            fn USING HINT = 'Its owner can drop it.';
     END IF;
 END $$;
 
@@ -357,22 +306,21 @@ BEGIN
                                'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
     END LOOP;
-    PERFORM @extschema@._minhash_drop_objects(
-        cfg, (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl));
+    PERFORM @extschema@._minhash_drop_objects(cfg);
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
 
 -- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
 -- ALTER TABLE and every DROP, so it looks only at the catalog rows of the tables involved.
 --
--- minhash_ddl_altered (ddl_command_end, ALTER TABLE): the sync function names the id and text
+-- minhash_ddl_altered (ddl_command_end, ALTER TABLE): the catalog names the id and text
 -- columns, so an ALTER TABLE that drops, renames or retypes either of them is refused (it
 -- would make every later INSERT and UPDATE fail); the index has to be dropped first.
 --
 -- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
--- ordinary indexes: the band table, the sync function (its triggers went with the table) and
--- the catalog row. A band table or function the dropping role may not drop is left behind with
--- a WARNING rather than failing the DROP.
+-- ordinary indexes: the band table (dropped with the table through its dependency, or here if
+-- that is missing) and the catalog row. A band table the dropping role may not drop is left
+-- behind with a WARNING rather than failing the DROP.
 CREATE FUNCTION @extschema@._minhash_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql
@@ -419,17 +367,14 @@ BEGIN
                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
     LOOP
         BEGIN
-            -- (the table's owner is gone with it; the band table's stands in, when it is left)
-            PERFORM @extschema@._minhash_drop_objects(
-                cfg, (SELECT c.relowner FROM pg_class c WHERE c.oid = cfg.band_table));
+            PERFORM @extschema@._minhash_drop_objects(cfg);
         EXCEPTION WHEN insufficient_privilege THEN
             -- (the dropped table's regclass prints as a bare OID)
             SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
             WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0;
             RAISE WARNING 'the minhash index of dropped table % was left behind: %',
                 dropped_name, SQLERRM
-                USING HINT = format('Its owner can drop %s and %s.', cfg.band_table,
-                                    cfg.sync_function);
+                USING HINT = format('Its owner can drop %s.', cfg.band_table);
         END;
         DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl;
     END LOOP;
@@ -447,35 +392,29 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
-    caller_role text := current_setting('role');
-    done bigint;
 BEGIN
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-    -- The band table is written as its owner, as PostgreSQL's REINDEX and VACUUM act as a
-    -- table's owner: a trigger, rule or index expression the owner added to it must not run with
-    -- the rights of a (maybe superuser) caller. SET ROLE fails for a caller who is not a member
-    -- of the owning role, who could not rebuild the index anyway.
-    PERFORM set_config('role', (SELECT pg_get_userbyid(c.relowner) FROM pg_class c
-                                WHERE c.oid = cfg.band_table), true);
-    EXECUTE format('TRUNCATE %s', cfg.band_table);
-    done := @extschema@._minhash_backfill(tbl);
-    PERFORM set_config('role', caller_role, true);
-    RETURN done;
+    -- (as the owner: the caller must have the owner's privileges, 42501 otherwise)
+    PERFORM @extschema@._minhash_as_owner(tbl, format('TRUNCATE %s', cfg.band_table));
+    RETURN @extschema@._minhash_backfill(tbl);
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)
 RETURNS TABLE (missing bigint, orphaned bigint)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    counts jsonb;
 BEGIN
-    RETURN QUERY EXECUTE format(
+    counts := @extschema@._minhash_as_owner(tbl, format(
         'WITH expected AS (%1$s), actual AS (SELECT id, key, sketch1, sketch2 FROM %2$s)
-         SELECT (SELECT count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
-                (SELECT count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o)',
-        @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table);
+         SELECT pg_catalog.jsonb_build_array(
+             (SELECT pg_catalog.count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
+             (SELECT pg_catalog.count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o))',
+        @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table));
+    RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
 -- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
@@ -522,25 +461,31 @@ END $$;
 CREATE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
 RETURNS TABLE (rows_indexed bigint, keys bigint, distinct_buckets bigint, largest_bucket bigint,
                bucket_histogram jsonb)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    stats jsonb;
 BEGIN
     -- bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
-    RETURN QUERY EXECUTE format(
-        'WITH buckets AS (SELECT key, count(*) AS size FROM %1$s GROUP BY key),
+    stats := @extschema@._minhash_as_owner(tbl, format(
+        'WITH buckets AS (SELECT key, pg_catalog.count(*) AS size FROM %1$s GROUP BY key),
          classes AS (
              SELECT CASE WHEN size <= 2 THEN size::text
                          ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
-                    min(size) AS lo, count(*) AS n
-             FROM (SELECT size, (2 ^ ceil(log(2, size)))::bigint AS p FROM buckets) b
+                    pg_catalog.min(size) AS lo, pg_catalog.count(*) AS n
+             FROM (SELECT size, (2 ^ pg_catalog.ceil(pg_catalog.log(2, size)))::bigint AS p
+                   FROM buckets) b
              GROUP BY 1)
-         SELECT (SELECT count(DISTINCT id) FROM %1$s),
-                (SELECT count(*) FROM %1$s),
-                (SELECT count(*) FROM buckets),
-                (SELECT coalesce(max(size), 0) FROM buckets),
-                (SELECT coalesce(jsonb_object_agg(label, n ORDER BY lo), ''{}'') FROM classes)',
-        cfg.band_table);
+         SELECT pg_catalog.jsonb_build_array(
+                (SELECT pg_catalog.count(DISTINCT id) FROM %1$s),
+                (SELECT pg_catalog.count(*) FROM %1$s),
+                (SELECT pg_catalog.count(*) FROM buckets),
+                (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
+                (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
+                                            ''{}'') FROM classes))',
+        cfg.band_table));
+    RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
+                        (stats ->> 3)::bigint, stats -> 4;
 END $$;

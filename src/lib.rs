@@ -10,6 +10,15 @@ pub mod core;
 mod index;
 mod sql;
 
+/// Runs when PostgreSQL loads the library.
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // An error's DETAIL never carries a Rust backtrace, whatever the server's environment
+    // (pgrx's panic hook captures one whenever RUST_BACKTRACE asks for it). Set before any of
+    // this library's code can panic; the standard library reads it once.
+    std::env::set_var("RUST_LIB_BACKTRACE", "0");
+}
+
 /// Required by `cargo pgrx test`.
 #[cfg(test)]
 pub mod pg_test {

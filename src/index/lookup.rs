@@ -26,7 +26,8 @@ use crate::core::sketch::{equal_bits, min_equal_bits};
 use crate::sql::error::raise;
 use crate::sql::interrupts;
 
-use super::scan::{BandIndex, RowIndex};
+use super::owner::{as_owner, relation_owner};
+use super::scan::{attnum, BandIndex, RowIndex};
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
 /// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
@@ -143,7 +144,7 @@ fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
 
 /// A `regclass` argument, taken as the table's OID without opening the table.
 #[derive(Clone, Copy)]
-pub(crate) struct Regclass(pg_sys::Oid);
+pub(crate) struct Regclass(pub(crate) pg_sys::Oid);
 
 impl FromDatum for Regclass {
     unsafe fn from_polymorphic_datum(
@@ -182,8 +183,6 @@ pub(super) struct IndexConfig {
     pub(super) id_column: String,
     pub(super) text_column: String,
     pub(super) band_table: pg_sys::Oid,
-    /// The table's PL/pgSQL sync function (InvalidOid if it no longer exists).
-    pub(super) sync_function: pg_sys::Oid,
     pub(super) k: usize,
     pub(super) shingling: Shingling,
     pub(super) banding: Banding,
@@ -197,13 +196,28 @@ pub(super) struct IndexConfig {
 }
 
 impl IndexConfig {
-    /// The catalog row of `tbl` (see [`IndexConfig::read`]), from this backend's cache when
-    /// nothing has changed since it was read.
+    /// The catalog row of `tbl` (see [`IndexConfig::find`]); 42704 if the table has none.
     pub(super) fn get(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
     ) -> Rc<IndexConfig> {
+        Self::find(client, fn_oid, tbl).unwrap_or_else(|| {
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("table {} has no minhash index", regclass_name(tbl)),
+                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
+            )
+        })
+    }
+
+    /// The catalog row of `tbl` (see [`IndexConfig::read`]), from this backend's cache when
+    /// nothing has changed since it was read.
+    pub(super) fn find(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Option<Rc<IndexConfig>> {
         if let Some(cfg) = cached_config(tbl) {
             // Lock what the lookup reads, as its first read would; that brings in every
             // invalidation committed meanwhile (a dropped index, a changed row), and the entry
@@ -215,17 +229,17 @@ impl IndexConfig {
                 pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32);
             }
             if let Some(cfg) = cached_config(tbl) {
-                return cfg;
+                return Some(cfg);
             }
         }
-        let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl));
+        let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl)?);
         CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfg)));
-        cfg
+        Some(cfg)
     }
 
     /// The catalog row of `tbl`, read through the catalog of the extension whose function
-    /// `fn_oid` is running; 42704 if the table has none.
-    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> IndexConfig {
+    /// `fn_oid` is running, if it has one.
+    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Option<IndexConfig> {
         // SAFETY: the OID of the function running now, whose pg_proc row exists.
         let schema = unsafe { pg_sys::get_namespace_name(pg_sys::get_func_namespace(fn_oid)) };
         // SAFETY: get_namespace_name returns a palloc'd C string for an existing schema.
@@ -233,7 +247,7 @@ impl IndexConfig {
         let sql = format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band, pg_catalog.to_regprocedure(i.sync_function)::pg_catalog.oid
+                    i.rows_per_band
              FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
         );
         let row = with_prepared(client, &sql, PgBuiltInOids::OIDOID, tbl.into(), |table| {
@@ -249,26 +263,11 @@ impl IndexConfig {
                 (int(4)?, int(5)?, text(6)?),
                 row.get::<f64>(7)?.expect("NOT NULL column"),
                 (int(8)?, int(9)?),
-                row.get::<pg_sys::Oid>(10)?.unwrap_or(pg_sys::InvalidOid),
             )))
         });
-        let Some((
-            (id_column, text_column),
-            band_table,
-            (k, ngram, unit),
-            threshold,
-            banding,
-            sync_function,
-        )) = row
-        else {
-            raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("table {} has no minhash index", regclass_name(tbl)),
-                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
-            );
-        };
+        let ((id_column, text_column), band_table, (k, ngram, unit), threshold, banding) = row?;
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
-        IndexConfig {
+        Some(IndexConfig {
             tbl,
             sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column),
             band_index: BandIndex::find(band_table),
@@ -276,11 +275,59 @@ impl IndexConfig {
             id_column,
             text_column,
             band_table,
-            sync_function,
             k,
             shingling,
             banding,
             threshold,
+        })
+    }
+
+    /// Raises 42501 unless the current user may read the id and text columns of the table
+    /// (table-level SELECT, or SELECT on both columns), as a query of them would.
+    fn check_readable(&self) {
+        let (id, text) = (
+            attnum(self.tbl, &self.id_column),
+            attnum(self.tbl, &self.text_column),
+        );
+        // SAFETY: privilege checks by OID and attribute number.
+        let allowed = unsafe {
+            let user = pg_sys::GetUserId();
+            let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+            pg_sys::pg_class_aclcheck(self.tbl, user, select) == pg_sys::AclResult::ACLCHECK_OK
+                || [id, text].iter().all(|&attno| {
+                    attno > 0
+                        && pg_sys::pg_attribute_aclcheck(self.tbl, attno, user, select)
+                            == pg_sys::AclResult::ACLCHECK_OK
+                })
+        };
+        if !allowed {
+            raise(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("permission denied for table {}", regclass_name(self.tbl)),
+                Some(format!(
+                    "A lookup reads the columns \"{}\" and \"{}\".",
+                    self.id_column, self.text_column
+                )),
+            );
+        }
+    }
+
+    /// Whether the current user may be told which row an error is about: SELECT on the id
+    /// column and no row-level security hiding rows, as PostgreSQL decides whether a unique
+    /// violation's DETAIL may show the key.
+    fn may_see_ids(&self) -> bool {
+        let id = attnum(self.tbl, &self.id_column);
+        // SAFETY: privilege and row-level security checks by OID and attribute number.
+        unsafe {
+            let user = pg_sys::GetUserId();
+            let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+            pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true)
+                != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+                && (pg_sys::pg_class_aclcheck(self.tbl, user, select)
+                    == pg_sys::AclResult::ACLCHECK_OK
+                    || (id > 0
+                        && pg_sys::pg_attribute_aclcheck(self.tbl, id, user, select)
+                            == pg_sys::AclResult::ACLCHECK_OK))
         }
     }
 
@@ -334,17 +381,22 @@ impl IndexConfig {
                 ids.push(id);
             }
         };
-        match self.band_index.filter(BandIndex::readable) {
+        // The band table is private to the table's owner: read it directly (the caller's
+        // right to see the results was checked by the caller of `similar`), or through SQL as
+        // the owner.
+        match self.band_index.filter(BandIndex::usable) {
             Some(index) => index.scan(&keys, keep),
-            None => with_prepared(client, bands_sql, array, keys.into(), |table| {
-                for row in table {
-                    if let (Some(id), Some(s1), Some(s2)) =
-                        (row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?)
-                    {
-                        keep(id, [s1 as u64, s2 as u64]);
+            None => as_owner(relation_owner(self.tbl), || {
+                with_prepared(client, bands_sql, array, keys.into(), |table| {
+                    for row in table {
+                        if let (Some(id), Some(s1), Some(s2)) =
+                            (row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?)
+                        {
+                            keep(id, [s1 as u64, s2 as u64]);
+                        }
                     }
-                }
-                Ok(())
+                    Ok(())
+                })
             }),
         }
         if ids.is_empty() {
@@ -424,7 +476,7 @@ pub(super) fn regclass_name(tbl: pg_sys::Oid) -> String {
 }
 
 /// [`qualified`] for a table a query reads; 42P01 if it no longer exists.
-fn qualified_name(rel: pg_sys::Oid) -> String {
+pub(super) fn qualified_name(rel: pg_sys::Oid) -> String {
     qualified(rel).unwrap_or_else(|| {
         raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
@@ -469,6 +521,7 @@ fn minhash_similar(
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
     let found = Spi::connect(|client| {
         let cfg = IndexConfig::get(client, fn_oid, tbl);
+        cfg.check_readable();
         let threshold = checked_threshold(threshold, cfg.threshold);
         if let Some(max) = max_results.filter(|&m| m < 1) {
             raise(
@@ -516,7 +569,7 @@ fn _minhash_direct_reads(
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
     let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl.0));
-    let band = cfg.band_index.filter(BandIndex::readable);
+    let band = cfg.band_index.filter(BandIndex::usable);
     let rows = cfg.row_index.filter(RowIndex::readable);
     TableIterator::once((
         band.and_then(|index| qualified(index.oid())),
@@ -572,7 +625,7 @@ fn minhash_flag_duplicate<'a>(
     } else {
         data.tg_trigtuple
     };
-    let (id_column, mode, threshold, best) = Spi::connect(|client| {
+    let (id_column, mode, threshold, best, may_see) = Spi::connect(|client| {
         let cfg = IndexConfig::get(client, trigger.trigger().tgfoid, tbl);
         let mode = mode.unwrap_or_else(|| {
             let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
@@ -588,13 +641,23 @@ fn minhash_flag_duplicate<'a>(
                 id_attribute(tuple, tupdesc, id_attno, id_type),
             )
         };
+        // Like a constraint, the trigger sees every row, whoever writes: it reads as the
+        // table's owner (see `owner`).
         let best = doc.and_then(|doc| {
             let exclude = if update { self_id } else { None };
-            cfg.similar(client, doc, threshold, exclude)
-                .into_iter()
-                .next()
+            as_owner(relation_owner(tbl), || {
+                cfg.similar(client, doc, threshold, exclude)
+                    .into_iter()
+                    .next()
+            })
         });
-        (cfg.id_column.clone(), mode, threshold, best)
+        (
+            cfg.id_column.clone(),
+            mode,
+            threshold,
+            best,
+            cfg.may_see_ids(),
+        )
     });
     let new = trigger
         .new()
@@ -603,19 +666,25 @@ fn minhash_flag_duplicate<'a>(
     match mode {
         FlagMode::Reject => {
             if let Some((id, similarity)) = best {
-                ErrorReport::new(
+                let report = ErrorReport::new(
                     PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
                     format!(
                         "row is a near-duplicate of an existing row of {}",
                         regclass_name(tbl)
                     ),
                     "pg_minhash",
-                )
-                .set_detail(format!(
-                    "Row with {id_column} = {id} has similarity {similarity:.4} (threshold {}).",
-                    float8_text(threshold)
-                ))
-                .report(PgLogLevel::ERROR);
+                );
+                // the row it matched only for those who may see it
+                let report = if may_see {
+                    report.set_detail(format!(
+                        "Row with {id_column} = {id} has similarity {similarity:.4} \
+                         (threshold {}).",
+                        float8_text(threshold)
+                    ))
+                } else {
+                    report
+                };
+                report.report(PgLogLevel::ERROR);
             }
             Ok(Some(new))
         }

@@ -1,5 +1,6 @@
-//! The managed band-key index: the catalog, band tables, sync triggers and query functions are
-//! hand-written SQL in `sql/index.sql`; this module adds the Rust pieces they call.
+//! The managed band-key index: the catalog, band tables and query functions are hand-written
+//! SQL in `sql/index.sql`; this module adds the Rust pieces they call, among them the one
+//! trigger function that keeps every band table exact (`sync`).
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
@@ -17,22 +18,13 @@ use crate::sql::{array_arg, interrupts, SIGNER};
 const FETCH_ROWS: i32 = 10_000;
 
 mod lookup;
+mod owner;
 mod scan;
 mod sync;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
 pgrx::extension_sql_file!("../../sql/index.sql", name = "managed_index", finalize);
-
-/// Always true. The sync triggers of an indexed table carry `WHEN (_minhash_installed())` only
-/// so that PostgreSQL records that they depend on the extension: `DROP EXTENSION` then refuses
-/// while indexes exist, and `DROP EXTENSION ... CASCADE` drops the triggers with it instead of
-/// leaving the table with triggers that call functions that no longer exist. A C function, so
-/// evaluating the condition costs one call per statement.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _minhash_installed() -> bool {
-    true
-}
 
 /// The band keys and band sketch (`core::sketch`) of one text under an index's settings, as
 /// the band table stores them; None for a text without shingles, which is not indexed: its
@@ -263,4 +255,54 @@ fn _minhash_search_clusters(
 ) -> TableIterator<'static, (name!(id, i64), name!(cluster_id, i64))> {
     let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
     TableIterator::new(corpus.clusters(&mut interrupts))
+}
+
+/// Internal to `minhash_index_create`: records that the band table `band` of `tbl` goes with
+/// `tbl` (dropping the table drops it, as it drops the table's indexes) and with the extension
+/// (`DROP EXTENSION` refuses while it exists, and `DROP EXTENSION ... CASCADE` drops it). The
+/// caller must have the privileges of the owner of both, which must be one role (42501), and
+/// `band` must be an ordinary table (42809): it acts on nothing the caller could not drop.
+#[pg_extern(volatile, strict, parallel_unsafe)]
+fn _minhash_link_band_table(tbl: lookup::Regclass, band: lookup::Regclass) {
+    let (tbl, band) = (tbl.0, band.0);
+    let owner = owner::check_owner(tbl);
+    if owner::relation_owner(band) != owner {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "{} does not belong to the owner of {}",
+                lookup::regclass_name(band),
+                lookup::regclass_name(tbl)
+            ),
+            None,
+        );
+    }
+    // SAFETY: catalog lookups and dependency records of existing objects (the owner checks
+    // above found both relations); the extension is the one whose script or function runs.
+    unsafe {
+        if pg_sys::get_rel_relkind(band) != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+            raise(
+                PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+                format!("{} is not an ordinary table", lookup::regclass_name(band)),
+                None,
+            );
+        }
+        let extension = pg_sys::get_extension_oid(c"pg_minhash".as_ptr(), false);
+        let address = |class: u32, object: pg_sys::Oid| pg_sys::ObjectAddress {
+            classId: pg_sys::Oid::from(class),
+            objectId: object,
+            objectSubId: 0,
+        };
+        let band = address(pg_sys::RelationRelationId.into(), band);
+        pg_sys::recordDependencyOn(
+            &band,
+            &address(pg_sys::RelationRelationId.into(), tbl),
+            pg_sys::DependencyType::DEPENDENCY_AUTO,
+        );
+        pg_sys::recordDependencyOn(
+            &band,
+            &address(pg_sys::ExtensionRelationId.into(), extension),
+            pg_sys::DependencyType::DEPENDENCY_NORMAL,
+        );
+    }
 }

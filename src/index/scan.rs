@@ -69,23 +69,31 @@ impl DirectIndex {
         }
     }
 
+    /// Whether a direct read returns what SQL would, privileges aside: the transaction is not
+    /// SERIALIZABLE and a snapshot is active.
+    fn usable(&self) -> bool {
+        // SAFETY: reads of the transaction's state.
+        unsafe {
+            pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32 && pg_sys::ActiveSnapshotSet()
+        }
+    }
+
     /// Whether the current user, now, may read `table` directly (see the module documentation).
     fn readable(&self) -> bool {
         let mut missing = false;
         // SAFETY: plain catalog checks; a missing table is reported through `missing`.
-        unsafe {
-            pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32
-                && pg_sys::ActiveSnapshotSet()
-                && pg_sys::pg_class_aclcheck_ext(
+        self.usable()
+            && unsafe {
+                pg_sys::pg_class_aclcheck_ext(
                     self.table,
                     pg_sys::GetUserId(),
                     pg_sys::ACL_SELECT as pg_sys::AclMode,
                     &mut missing,
                 ) == pg_sys::AclResult::ACLCHECK_OK
-                && !missing
-                && pg_sys::check_enable_rls(self.table, pg_sys::InvalidOid, true)
-                    != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-        }
+                    && !missing
+                    && pg_sys::check_enable_rls(self.table, pg_sys::InvalidOid, true)
+                        != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+            }
     }
 
     /// Runs `read(scan, heap, slot)` once per value of `keys`, with the scan positioned before
@@ -93,7 +101,8 @@ impl DirectIndex {
     /// the active snapshot. `slot` is a slot of the table for heap fetches.
     ///
     /// # Safety
-    /// Only after [`DirectIndex::readable`]; `eq_proc` is the equality function of the index's
+    /// Only after [`DirectIndex::usable`] (and, for a table the caller reads, `readable`);
+    /// `eq_proc` is the equality function of the index's
     /// first column type and every key a datum of that type.
     unsafe fn scan(
         &self,
@@ -158,19 +167,20 @@ impl BandIndex {
         self.direct.index
     }
 
-    /// Whether a lookup by the current user may read this index directly now.
-    pub(super) fn readable(&self) -> bool {
-        self.direct.readable()
+    /// Whether a lookup may read this index directly now. The band table is private to the
+    /// table's owner: whoever calls this has checked that the results may be shown.
+    pub(super) fn usable(&self) -> bool {
+        self.direct.usable()
     }
 
     /// Calls `row(id, [sketch1, sketch2])` for every band row with one of `keys` that the active
-    /// snapshot sees, once per matching band row. Only after [`BandIndex::readable`].
+    /// snapshot sees, once per matching band row. Only after [`BandIndex::usable`].
     pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(i64, [u64; 2])) {
         let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
         let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
         // one index entry's columns, sized at the first key
         let (mut values, mut nulls) = (Vec::new(), Vec::new());
-        // SAFETY: after `readable`; the index's first column is `key`, an int8. An entry is
+        // SAFETY: after `usable`; the index's first column is `key`, an int8. An entry is
         // read only while the scan is positioned on it.
         unsafe {
             self.direct
@@ -297,7 +307,7 @@ impl RowIndex {
 }
 
 /// The attribute number of column `name` of `table`, 0 if it has none.
-fn attnum(table: pg_sys::Oid, name: &str) -> i16 {
+pub(super) fn attnum(table: pg_sys::Oid, name: &str) -> i16 {
     let name = CString::new(name).expect("identifiers have no NUL");
     // SAFETY: a catalog lookup; InvalidAttrNumber (0) if there is no such column.
     unsafe { pg_sys::get_attnum(table, name.as_ptr()) }

@@ -1,155 +1,523 @@
-//! The insert half of keeping a band table exact: `_minhash_sync_insert`, the `AFTER INSERT ...
-//! FOR EACH STATEMENT` trigger of every indexed table. It reads the statement's new rows from
-//! the transition table and writes their band rows straight into the band table's heap (many
-//! rows per call) and indexes, as COPY does, instead of through the PL/pgSQL sync function and
-//! an `INSERT ... SELECT`: no executor start-up, no PL/pgSQL and no second trip through SQL per
-//! statement.
+//! Keeping a band table exact: `_minhash_sync`, the one trigger function behind the four
+//! `AFTER ... FOR EACH STATEMENT` triggers `minhash_index_create` puts on an indexed table
+//! (`minhash_sync_insert`, `_update`, `_delete` and `_truncate`).
 //!
-//! The direct write is taken only while it does exactly what the SQL `INSERT` of the sync
-//! function would: the band table is still the plain heap table `minhash_index_create` made
-//! (the same four int8 columns, no triggers, rules, CHECK constraints, row-level security,
-//! generated or identity columns, deferred unique or exclusion constraints), and the table's
-//! owner, as whom the sync function runs, may insert into it. Otherwise the trigger hands the
-//! call, transition table and all, to the table's PL/pgSQL sync function.
+//! It trusts nothing about how it was fired. The firing table must have a catalog row, the
+//! trigger must be one of ours by name and fire on the event its name says, and the statement's
+//! rows come only from the transition tables in the trigger data; otherwise it refuses with
+//! 39P01. The band table must still be the plain table `minhash_index_create` made, owned by
+//! the table's owner (55000 and 42501 otherwise). Then, as the table's owner inside a
+//! security-restricted operation (`owner`), it writes the band rows of new rows straight into
+//! the band table's heap (many rows per call) and indexes, as COPY does, and deletes those of
+//! old rows with one prepared `DELETE` per batch.
+//!
+//! An `UPDATE` leaves the band rows of a row alone when its id and the bytes of its text stay
+//! the same.
 
 use std::convert::Infallible;
-use std::ffi::c_int;
+use std::ffi::{c_int, CStr};
 
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
-use pgrx::{PgMemoryContexts, PgSqlErrorCode};
+use pgrx::spi::OwnedPreparedStatement;
+use pgrx::{PgBuiltInOids, PgMemoryContexts, PgSqlErrorCode};
 
+use crate::core::sketch::BandSketch;
 use crate::sql::error::raise;
 
 use super::band_entry;
-use super::lookup::{column, regclass_name, IndexConfig, COLUMNS_HINT};
+use super::lookup::{column, qualified_name, regclass_name, IndexConfig, COLUMNS_HINT};
+use super::owner::{as_owner, relation_owner};
 
 /// Band rows gathered before they go to the heap in one `heap_multi_insert` (COPY's batch).
-const BATCH: usize = 1000;
+const INSERT_BATCH: usize = 1000;
+
+/// Band rows `(id, key)` gathered before one `DELETE` removes them.
+const DELETE_BATCH: usize = 10_000;
 
 /// The band table's columns, in order, as `minhash_index_create` makes them.
 const BAND_COLUMNS: [&str; 4] = ["id", "key", "sketch1", "sketch2"];
 
-/// Trigger function for `AFTER INSERT ... REFERENCING NEW TABLE AS new_rows FOR EACH
-/// STATEMENT` on an indexed table (made by `minhash_index_create`): adds the band rows of the
-/// inserted rows to its band table.
+/// What fired the trigger.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Insert,
+    Update,
+    Delete,
+    Truncate,
+}
+
+impl Event {
+    /// The name of the trigger of ours that fires on this event.
+    fn trigger_name(self) -> &'static str {
+        match self {
+            Event::Insert => "minhash_sync_insert",
+            Event::Update => "minhash_sync_update",
+            Event::Delete => "minhash_sync_delete",
+            Event::Truncate => "minhash_sync_truncate",
+        }
+    }
+}
+
+/// Trigger function of the sync triggers of an indexed table (see the module documentation).
 #[pg_trigger]
-fn _minhash_sync_insert<'a>(
+fn _minhash_sync<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
     let data = trigger.trigger_data();
-    let event = data.tg_event;
-    let fits = event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_AFTER
-        && event & pg_sys::TRIGGER_EVENT_ROW == 0
-        && event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_INSERT
-        && !data.tg_newtable.is_null();
-    if !fits {
+    // SAFETY: a trigger's relation is open while it fires.
+    let tbl = unsafe { (*data.tg_relation).rd_id };
+    let event = fired_by(data, trigger.trigger()).unwrap_or_else(|| {
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            "_minhash_sync_insert() must be fired AFTER INSERT FOR EACH STATEMENT with a new \
-             transition table",
-            None,
-        );
-    }
-    // SAFETY: a statement trigger's relation is open while it fires.
-    let (tbl, owner) = unsafe {
-        let rel = data.tg_relation;
-        ((*rel).rd_id, (*(*rel).rd_rel).relowner)
-    };
-    let cfg = Spi::connect(|client| IndexConfig::get(client, trigger.trigger().tgfoid, tbl));
-    // SAFETY: the band table is locked as an INSERT would lock it; it stays open (and every
-    // index `BandWriter` opens) until the writer is finished or the transaction aborts.
-    unsafe {
-        let band = pg_sys::try_table_open(cfg.band_table, pg_sys::RowExclusiveLock as c_int);
-        if band.is_null() {
+            format!(
+                "_minhash_sync() was fired by trigger \"{}\" on {}, which is not a minhash \
+                 sync trigger",
+                trigger.name().unwrap_or("?"),
+                regclass_name(tbl)
+            ),
+            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
+        )
+    });
+    let cfg = Spi::connect(|client| IndexConfig::find(client, trigger.trigger().tgfoid, tbl))
+        .unwrap_or_else(|| {
             raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
-                format!("the band table of {} does not exist", regclass_name(tbl)),
-                Some("Drop the index with minhash_index_drop() and create it again.".into()),
-            );
-        }
-        match BandWriter::open(band, owner) {
-            Some(mut writer) => {
-                insert_band_rows(data, &cfg, &mut writer);
-                writer.close();
+                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                format!(
+                    "_minhash_sync() was fired on {}, which has no minhash index",
+                    regclass_name(tbl)
+                ),
+                Some(
+                    "Only the triggers minhash_index_create() makes may call _minhash_sync()."
+                        .into(),
+                ),
+            )
+        });
+    let owner = relation_owner(tbl);
+    as_owner(owner, || {
+        // SAFETY: the band table is opened and locked as a DELETE or INSERT would, checked, and
+        // closed again by `BandTable`; the transition tables are those of this trigger event.
+        unsafe {
+            let band = BandTable::open(&cfg, tbl, owner);
+            match event {
+                Event::Insert => {
+                    insert_band_rows(data, &cfg, &band, data.tg_newtable, None);
+                    band.close();
+                }
+                Event::Delete => {
+                    delete_band_rows(data, &cfg, &band, data.tg_oldtable, None);
+                    band.close();
+                }
+                Event::Update => {
+                    let pairs = Some((data.tg_oldtable, data.tg_newtable));
+                    delete_band_rows(data, &cfg, &band, data.tg_oldtable, pairs);
+                    insert_band_rows(data, &cfg, &band, data.tg_newtable, pairs);
+                    band.close();
+                }
+                // (TRUNCATE refuses a table this session has open)
+                Event::Truncate => band.close_and_truncate(),
             }
-            None => {
-                pg_sys::table_close(band, pg_sys::NoLock as c_int);
-                forward(data, &cfg, tbl);
-            }
         }
-    }
+    });
     Ok(None)
 }
 
-/// Adds the band rows of every row of the statement's new transition table.
-///
-/// # Safety
-/// `data` is the trigger data of a statement trigger with a new transition table.
-unsafe fn insert_band_rows(data: &pg_sys::TriggerData, cfg: &IndexConfig, writer: &mut BandWriter) {
-    // SAFETY: the transition table holds tuples of the trigger's relation, described by its
-    // descriptor; each is read while the slot holds it.
-    unsafe {
-        let tupdesc = (*data.tg_relation).rd_att;
-        let tbl = (*data.tg_relation).rd_id;
-        let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
-        let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
-        // A read pointer of our own, as each scan of a transition table in SQL takes one.
-        let rows = data.tg_newtable;
-        let pointer =
-            pg_sys::tuplestore_alloc_read_pointer(rows, pg_sys::EXEC_FLAG_REWIND as c_int);
-        pg_sys::tuplestore_select_read_pointer(rows, pointer);
-        pg_sys::tuplestore_rescan(rows);
-        let slot = pg_sys::MakeSingleTupleTableSlot(tupdesc, &pg_sys::TTSOpsMinimalTuple);
-        // detoasted texts, freed row by row
-        let mut row_memory = PgMemoryContexts::new("pg_minhash sync rows");
-        while pg_sys::tuplestore_gettupleslot(rows, true, false, slot) {
-            pg_sys::check_for_interrupts!();
-            let mut is_null = false;
-            let id = pg_sys::slot_getattr(slot, id_attno as c_int, &mut is_null);
-            let id = (!is_null).then(|| match id_type {
+/// The event of a trigger firing that is one of ours: an `AFTER ... FOR EACH STATEMENT`
+/// trigger named for its event, with exactly the transition tables that event needs.
+fn fired_by(data: &pg_sys::TriggerData, trigger: &pg_sys::Trigger) -> Option<Event> {
+    let flags = data.tg_event;
+    if flags & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_AFTER
+        || flags & pg_sys::TRIGGER_EVENT_ROW != 0
+    {
+        return None;
+    }
+    let (old, new) = (!data.tg_oldtable.is_null(), !data.tg_newtable.is_null());
+    let event = match (flags & pg_sys::TRIGGER_EVENT_OPMASK, old, new) {
+        (pg_sys::TRIGGER_EVENT_INSERT, false, true) => Event::Insert,
+        (pg_sys::TRIGGER_EVENT_UPDATE, true, true) => Event::Update,
+        (pg_sys::TRIGGER_EVENT_DELETE, true, false) => Event::Delete,
+        (pg_sys::TRIGGER_EVENT_TRUNCATE, false, false) => Event::Truncate,
+        _ => return None,
+    };
+    // SAFETY: a trigger's name is a C string.
+    let name = unsafe { CStr::from_ptr(trigger.tgname) };
+    (name.to_bytes() == event.trigger_name().as_bytes()).then_some(event)
+}
+
+/// One row of a transition table: its id and text, if it has a text.
+struct Row<'t> {
+    id: Option<i64>,
+    text: Option<&'t [u8]>,
+}
+
+/// Reads a transition table (and, for an UPDATE, its partner of the same length) row by row.
+struct TransitionRows {
+    tables: [*mut pg_sys::Tuplestorestate; 2],
+    /// Detoasted texts of the current row, freed at each `advance`.
+    memory: PgMemoryContexts,
+    slots: [*mut pg_sys::TupleTableSlot; 2],
+    id_attno: c_int,
+    id_type: pg_sys::Oid,
+    text_attno: c_int,
+}
+
+impl TransitionRows {
+    /// # Safety
+    /// `tables` are transition tables of this trigger event, of the trigger's relation.
+    unsafe fn open(
+        data: &pg_sys::TriggerData,
+        cfg: &IndexConfig,
+        tables: [*mut pg_sys::Tuplestorestate; 2],
+    ) -> TransitionRows {
+        // SAFETY: per the contract; a read pointer of our own for each table, as each scan of
+        // a transition table in SQL takes one.
+        unsafe {
+            let tupdesc = (*data.tg_relation).rd_att;
+            let tbl = (*data.tg_relation).rd_id;
+            let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
+            let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
+            let slots = tables.map(|rows| {
+                if rows.is_null() {
+                    return std::ptr::null_mut();
+                }
+                let pointer =
+                    pg_sys::tuplestore_alloc_read_pointer(rows, pg_sys::EXEC_FLAG_REWIND as c_int);
+                pg_sys::tuplestore_select_read_pointer(rows, pointer);
+                pg_sys::tuplestore_rescan(rows);
+                pg_sys::MakeSingleTupleTableSlot(tupdesc, &pg_sys::TTSOpsMinimalTuple)
+            });
+            TransitionRows {
+                tables,
+                memory: PgMemoryContexts::new("pg_minhash sync rows"),
+                slots,
+                id_attno: id_attno as c_int,
+                id_type,
+                text_attno: text_attno as c_int,
+            }
+        }
+    }
+
+    /// Moves to the next row of each table; false at the end.
+    fn advance(&mut self) -> bool {
+        pg_sys::check_for_interrupts!();
+        // SAFETY: nothing read from the previous rows outlives this call (`row` borrows self).
+        unsafe { self.memory.reset() };
+        let mut more = false;
+        for (rows, slot) in self.tables.iter().zip(self.slots) {
+            if !rows.is_null() {
+                // SAFETY: the slot was made for this table's tuples.
+                more = unsafe { pg_sys::tuplestore_gettupleslot(*rows, true, false, slot) };
+            }
+        }
+        more
+    }
+
+    /// The current row of table `which`. Its text lives until the next `advance`.
+    fn row(&self, which: usize) -> Row<'_> {
+        let slot = self.slots[which];
+        let mut is_null = false;
+        // SAFETY: the slot holds a row of the trigger's relation; the attribute numbers and
+        // the id's type come from its descriptor; text and varchar share one representation.
+        unsafe {
+            let id = pg_sys::slot_getattr(slot, self.id_attno, &mut is_null);
+            let id = (!is_null).then(|| match self.id_type {
                 pg_sys::INT2OID => i64::from(id.value() as i16),
                 pg_sys::INT4OID => i64::from(id.value() as i32),
                 _ => id.value() as i64,
             });
-            let text = pg_sys::slot_getattr(slot, text_attno as c_int, &mut is_null);
-            // a NULL text has no band rows, as in the sync function's SQL
-            if is_null {
-                continue;
-            }
-            let entry = row_memory.switch_to(|_| {
-                let doc = <&str as FromDatum>::from_datum(text, false).expect("not NULL");
-                band_entry(doc, cfg.k, cfg.shingling, cfg.banding)
+            let text = pg_sys::slot_getattr(slot, self.text_attno, &mut is_null);
+            let text = (!is_null).then(|| {
+                let outer = pg_sys::MemoryContextSwitchTo(self.memory.value());
+                let text = pg_sys::pg_detoast_datum_packed(text.cast_mut_ptr());
+                pg_sys::MemoryContextSwitchTo(outer);
+                pgrx::varlena::varlena_to_byte_slice(text)
             });
-            row_memory.reset();
-            let Some((keys, sketch)) = entry else {
-                continue;
-            };
-            // the band table's id column is NOT NULL: the sync function's INSERT fails the same
-            let Some(id) = id else {
-                raise(
-                    PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
-                    format!(
-                        "null value in column \"id\" of relation \"{}\" violates not-null \
-                         constraint",
-                        relation_name(cfg.band_table)
-                    ),
-                    Some(format!(
-                        "Rows of {} with a text need an id.",
-                        regclass_name(tbl)
-                    )),
-                );
-            };
-            for key in keys {
-                writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
-            }
+            Row { id, text }
         }
-        pg_sys::ExecDropSingleTupleTableSlot(slot);
+    }
+
+    /// Whether the current rows of the two tables (an UPDATE's old and new row) have the same
+    /// id and the same text, byte for byte.
+    fn unchanged(&self) -> bool {
+        let (old, new) = (self.row(0), self.row(1));
+        old.id == new.id && old.text == new.text
+    }
+
+    fn close(self) {
+        for slot in self.slots.into_iter().filter(|s| !s.is_null()) {
+            // SAFETY: made in `open`, dropped once.
+            unsafe { pg_sys::ExecDropSingleTupleTableSlot(slot) };
+        }
     }
 }
 
-/// Band rows on their way into an open band table: gathered `BATCH` at a time, then written to
-/// the heap in one call and to each index.
+/// The band keys and sketch of a row's text (see [`band_entry`]).
+fn row_entry(row: &Row<'_>, cfg: &IndexConfig) -> Option<(Vec<i64>, BandSketch)> {
+    let text = row.text?;
+    // text in a UTF-8 database (minhash_index_create refuses others) is valid UTF-8
+    let doc = std::str::from_utf8(text).unwrap_or_else(|_| {
+        raise(
+            PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
+            "text of an indexed row is not valid UTF-8",
+            None,
+        )
+    });
+    band_entry(doc, cfg.k, cfg.shingling, cfg.banding)
+}
+
+/// Adds the band rows of the rows of `new` (for an UPDATE, `pairs` = (old, new), only of the
+/// rows whose id or text changed).
+///
+/// # Safety
+/// `new` and `pairs` are transition tables of this trigger event.
+unsafe fn insert_band_rows(
+    data: &pg_sys::TriggerData,
+    cfg: &IndexConfig,
+    band: &BandTable,
+    new: *mut pg_sys::Tuplestorestate,
+    pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
+) {
+    let tables = pairs.map_or([new, std::ptr::null_mut()], |(old, new)| [old, new]);
+    let which = usize::from(pairs.is_some());
+    // SAFETY: per the contract.
+    let mut rows = unsafe { TransitionRows::open(data, cfg, tables) };
+    let mut writer = band.writer();
+    while rows.advance() {
+        if pairs.is_some() && rows.unchanged() {
+            continue;
+        }
+        let row = rows.row(which);
+        let Some((keys, sketch)) = row_entry(&row, cfg) else {
+            continue;
+        };
+        // the band table's id column is NOT NULL, as an INSERT into it would say
+        let Some(id) = row.id else {
+            raise(
+                PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
+                format!(
+                    "null value in column \"id\" of relation \"{}\" violates not-null constraint",
+                    relation_name(cfg.band_table)
+                ),
+                Some(format!(
+                    "Rows of {} with a text need an id.",
+                    regclass_name(band.tbl)
+                )),
+            );
+        };
+        for key in keys {
+            writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
+        }
+    }
+    writer.close();
+    rows.close();
+}
+
+/// Removes the band rows of the rows of `old` (for an UPDATE, `pairs` = (old, new), only of the
+/// rows whose id or text changed).
+///
+/// # Safety
+/// `old` and `pairs` are transition tables of this trigger event.
+unsafe fn delete_band_rows(
+    data: &pg_sys::TriggerData,
+    cfg: &IndexConfig,
+    band: &BandTable,
+    old: *mut pg_sys::Tuplestorestate,
+    pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
+) {
+    let tables = pairs.map_or([old, std::ptr::null_mut()], |(old, new)| [old, new]);
+    // SAFETY: per the contract.
+    let mut rows = unsafe { TransitionRows::open(data, cfg, tables) };
+    let (mut ids, mut keys) = (Vec::new(), Vec::new());
+    while rows.advance() {
+        if pairs.is_some() && rows.unchanged() {
+            continue;
+        }
+        let row = rows.row(0);
+        let (Some(id), Some((row_keys, _))) = (row.id, row_entry(&row, cfg)) else {
+            continue;
+        };
+        for key in row_keys {
+            ids.push(id);
+            keys.push(key);
+        }
+        if ids.len() >= DELETE_BATCH {
+            band.delete(&mut ids, &mut keys);
+        }
+    }
+    band.delete(&mut ids, &mut keys);
+    rows.close();
+}
+
+/// An indexed table's band table, open and locked for writing.
+struct BandTable {
+    tbl: pg_sys::Oid,
+    rel: pg_sys::Relation,
+}
+
+impl BandTable {
+    /// Opens the band table of `cfg` with RowExclusiveLock, as an INSERT or DELETE would, and
+    /// refuses it unless it is the plain table `minhash_index_create` made, owned by `owner`
+    /// (see the module documentation).
+    ///
+    /// # Safety
+    /// Within a transaction; the relation stays open until `close` or the transaction's end.
+    unsafe fn open(cfg: &IndexConfig, tbl: pg_sys::Oid, owner: pg_sys::Oid) -> BandTable {
+        let altered = |why: &str| -> ! {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the band table of {} is not the plain table minhash_index_create() made",
+                    regclass_name(tbl)
+                ),
+                Some(format!(
+                    "It {why}. Undo that, or drop the index with minhash_index_drop() and \
+                     create it again."
+                )),
+            )
+        };
+        // SAFETY: opening by OID; NULL if the relation is gone. The relation's cached catalog
+        // data is read while it is open.
+        unsafe {
+            let rel = pg_sys::try_table_open(cfg.band_table, pg_sys::RowExclusiveLock as c_int);
+            if rel.is_null() {
+                raise(
+                    PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+                    format!("the band table of {} does not exist", regclass_name(tbl)),
+                    Some("Drop the index with minhash_index_drop() and create it again.".into()),
+                );
+            }
+            let class = &*(*rel).rd_rel;
+            let desc = (*rel).rd_att;
+            let columns = (*desc).attrs.as_slice((*desc).natts as usize);
+            if class.relowner != owner {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!(
+                        "the band table of {} does not belong to the table's owner",
+                        regclass_name(tbl)
+                    ),
+                    Some("Drop the index with minhash_index_drop() and create it again.".into()),
+                );
+            }
+            if class.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+                || class.relam != pg_sys::HEAP_TABLE_AM_OID
+                || class.relispartition
+                || class.relhassubclass
+            {
+                altered("is no longer a plain heap table");
+            }
+            if !(*rel).trigdesc.is_null() {
+                altered("has triggers");
+            }
+            if !(*rel).rd_rules.is_null() {
+                altered("has rules");
+            }
+            if class.relrowsecurity {
+                altered("has row-level security");
+            }
+            if !(*desc).constr.is_null() && (*(*desc).constr).num_check != 0 {
+                altered("has CHECK constraints");
+            }
+            // (a dropped column stays in the descriptor)
+            let live: Vec<_> = columns.iter().filter(|a| !a.attisdropped).collect();
+            let same_columns = live.len() == BAND_COLUMNS.len()
+                && live.iter().zip(BAND_COLUMNS).all(|(a, name)| {
+                    a.atttypid == pg_sys::INT8OID
+                        && a.attidentity == 0
+                        && a.attgenerated == 0
+                        && pgrx::name_data_to_str(&a.attname) == name
+                });
+            if !same_columns {
+                altered("has other columns than (id, key, sketch1, sketch2), all int8");
+            }
+            BandTable { tbl, rel }
+        }
+    }
+
+    /// A writer of new band rows.
+    fn writer(&self) -> BandWriter {
+        // SAFETY: the relation is open with RowExclusiveLock (`open`).
+        unsafe { BandWriter::open(self.rel, self.tbl) }
+    }
+
+    /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors.
+    fn delete(&self, ids: &mut Vec<i64>, keys: &mut Vec<i64>) {
+        if ids.is_empty() {
+            return;
+        }
+        // SAFETY: the relation is open.
+        let band = qualified_name(unsafe { (*self.rel).rd_id });
+        let sql = format!(
+            "DELETE FROM {band} b
+             USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS o(id, key)
+             WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id"
+        );
+        let args = [std::mem::take(ids).into(), std::mem::take(keys).into()];
+        let types = [PgBuiltInOids::INT8ARRAYOID, PgBuiltInOids::INT8ARRAYOID];
+        run_prepared(&sql, &types, &args);
+    }
+
+    /// Empties the band table (closing it first).
+    fn close_and_truncate(self) {
+        // SAFETY: the relation is open.
+        let band = qualified_name(unsafe { (*self.rel).rd_id });
+        self.close();
+        Spi::connect_mut(|client| {
+            client
+                .update(&format!("TRUNCATE {band}"), None, &[])
+                .map(drop)
+        })
+        .unwrap_or_else(|e| spi_write_failed(e));
+    }
+
+    fn close(self) {
+        // SAFETY: opened in `open`; the lock is kept until the transaction ends.
+        unsafe { pg_sys::table_close(self.rel, pg_sys::NoLock as c_int) };
+    }
+}
+
+thread_local! {
+    /// The DELETE statements of the band tables written in this backend, by query text.
+    static DELETES: std::cell::RefCell<std::collections::HashMap<String, OwnedPreparedStatement>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Statements kept in [`DELETES`]; beyond this many, all are dropped.
+const MAX_DELETES: usize = 64;
+
+/// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend.
+fn run_prepared(sql: &str, types: &[PgBuiltInOids], args: &[pgrx::datum::DatumWithOid<'_>]) {
+    let kept = DELETES.with_borrow_mut(|cache| cache.remove(sql));
+    let statement = Spi::connect(|client| -> pgrx::spi::Result<OwnedPreparedStatement> {
+        let statement = match kept {
+            Some(statement) => statement,
+            None => {
+                let types: Vec<_> = types.iter().map(|&t| pgrx::PgOid::BuiltIn(t)).collect();
+                client.prepare_mut(sql, &types)?.keep()
+            }
+        };
+        client.select(&statement, None, args)?;
+        Ok(statement)
+    })
+    .unwrap_or_else(|e| spi_write_failed(e));
+    DELETES.with_borrow_mut(|cache| {
+        if cache.len() >= MAX_DELETES {
+            cache.clear();
+        }
+        cache.insert(sql.to_owned(), statement);
+    });
+}
+
+fn spi_write_failed(e: pgrx::spi::Error) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+        format!("writing the band table through SPI failed: {e}"),
+        None,
+    )
+}
+
+/// Band rows on their way into an open band table: gathered `INSERT_BATCH` at a time, then
+/// written to the heap in one call and to each index.
 struct BandWriter {
     band: pg_sys::Relation,
     estate: *mut pg_sys::EState,
@@ -158,73 +526,62 @@ struct BandWriter {
     /// Slots of `slots` holding rows not yet written.
     pending: usize,
     command: pg_sys::CommandId,
+    /// One row's values and NULL flags, in the descriptor's order.
+    values: Vec<pg_sys::Datum>,
+    nulls: Vec<bool>,
 }
 
 impl BandWriter {
-    /// A writer for `band` (open and locked for INSERT), if a direct write does what the sync
-    /// function's `INSERT`, run as `owner`, would (see the module documentation); None after
-    /// closing whatever it opened.
+    /// A writer for `band`, the checked band table of `tbl`; 55000 if it has a deferrable
+    /// unique or an exclusion index, which a direct write cannot check.
     ///
     /// # Safety
     /// `band` is open with RowExclusiveLock.
-    unsafe fn open(band: pg_sys::Relation, owner: pg_sys::Oid) -> Option<BandWriter> {
-        // SAFETY: reads of the open relation's cached catalog data; the executor state and the
-        // indexes are set up as the executor sets up an INSERT's target (execMain.c,
-        // execIndexing.c).
+    unsafe fn open(band: pg_sys::Relation, tbl: pg_sys::Oid) -> BandWriter {
+        // SAFETY: the executor state and the indexes are set up as the executor sets up an
+        // INSERT's target (execMain.c, execIndexing.c).
         unsafe {
-            let class = &*(*band).rd_rel;
-            let desc = (*band).rd_att;
-            let columns = (*desc).attrs.as_slice((*desc).natts as usize);
-            let plain = class.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
-                && class.relam == pg_sys::HEAP_TABLE_AM_OID
-                && !class.relispartition
-                && !class.relrowsecurity
-                && (*band).trigdesc.is_null()
-                && (*band).rd_rules.is_null()
-                && ((*desc).constr.is_null() || (*(*desc).constr).num_check == 0)
-                && columns.len() == BAND_COLUMNS.len()
-                && columns.iter().zip(BAND_COLUMNS).all(|(a, name)| {
-                    !a.attisdropped
-                        && a.atttypid == pg_sys::INT8OID
-                        && a.attidentity == 0
-                        && a.attgenerated == 0
-                        && pgrx::name_data_to_str(&a.attname) == name
-                })
-                && pg_sys::pg_class_aclcheck((*band).rd_id, owner, pg_sys::ACL_INSERT as _)
-                    == pg_sys::AclResult::ACLCHECK_OK;
-            if !plain {
-                return None;
-            }
             let estate = pg_sys::CreateExecutorState();
             let target = pg_sys::palloc0(std::mem::size_of::<pg_sys::ResultRelInfo>())
                 .cast::<pg_sys::ResultRelInfo>();
             pg_sys::InitResultRelInfo(target, band, 1, std::ptr::null_mut(), 0);
             pg_sys::ExecOpenIndices(target, false);
-            // deferred uniqueness checks and exclusion constraints need the executor's queue
             let deferred = (0..(*target).ri_NumIndices as usize).any(|i| {
                 let form = &*(*(*(*target).ri_IndexRelationDescs.add(i))).rd_index;
                 (form.indisunique && !form.indimmediate) || form.indisexclusion
             });
             if deferred {
-                pg_sys::ExecCloseIndices(target);
-                pg_sys::FreeExecutorState(estate);
-                return None;
+                raise(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!(
+                        "the band table of {} is not the plain table minhash_index_create() made",
+                        regclass_name(tbl)
+                    ),
+                    Some(
+                        "It has a deferrable unique or an exclusion constraint. Undo that, or \
+                         drop the index with minhash_index_drop() and create it again."
+                            .into(),
+                    ),
+                );
             }
-            Some(BandWriter {
+            BandWriter {
                 band,
                 estate,
                 target,
                 slots: Vec::new(),
                 pending: 0,
                 command: pg_sys::GetCurrentCommandId(true),
-            })
+                values: Vec::new(),
+                nulls: Vec::new(),
+            }
         }
     }
 
     /// Queues one band row `(id, key, sketch1, sketch2)`.
     fn push(&mut self, row: [i64; 4]) {
-        // SAFETY: the slots are heap-tuple slots of the band table's descriptor, which `row`
-        // matches (four int8 columns, checked in `open`); each owns the tuple stored in it.
+        // SAFETY: the slots are heap-tuple slots of the band table's descriptor, whose live
+        // columns `row` matches in order (four int8 columns, checked in `BandTable::open`);
+        // dropped columns are NULL. Each slot owns its tuple.
         unsafe {
             if self.pending == self.slots.len() {
                 self.slots.push(pg_sys::MakeSingleTupleTableSlot(
@@ -232,8 +589,18 @@ impl BandWriter {
                     &pg_sys::TTSOpsHeapTuple,
                 ));
             }
-            let mut values = row.map(pg_sys::Datum::from);
-            let mut nulls = [false; 4];
+            self.values.clear();
+            self.nulls.clear();
+            let mut live = row.into_iter();
+            for a in (*(*self.band).rd_att)
+                .attrs
+                .as_slice((*(*self.band).rd_att).natts as usize)
+            {
+                let value = if a.attisdropped { None } else { live.next() };
+                self.values.push(pg_sys::Datum::from(value.unwrap_or(0)));
+                self.nulls.push(value.is_none());
+            }
+            let (values, nulls) = (&mut self.values, &mut self.nulls);
             let tuple = pg_sys::heap_form_tuple(
                 (*self.band).rd_att,
                 values.as_mut_ptr(),
@@ -242,7 +609,7 @@ impl BandWriter {
             pg_sys::ExecStoreHeapTuple(tuple, self.slots[self.pending], true);
         }
         self.pending += 1;
-        if self.pending == BATCH {
+        if self.pending == INSERT_BATCH {
             self.flush();
         }
     }
@@ -283,8 +650,7 @@ impl BandWriter {
         self.pending = 0;
     }
 
-    /// Writes what is queued and releases the slots, indexes and band table (its lock is kept
-    /// until the transaction ends).
+    /// Writes what is queued and releases the slots and indexes.
     fn close(mut self) {
         self.flush();
         // SAFETY: everything released here was made or opened in `open` and `push`.
@@ -294,39 +660,7 @@ impl BandWriter {
             }
             pg_sys::ExecCloseIndices(self.target);
             pg_sys::FreeExecutorState(self.estate);
-            pg_sys::table_close(self.band, pg_sys::NoLock as c_int);
         }
-    }
-}
-
-/// Runs the table's PL/pgSQL sync function for this trigger event, as PostgreSQL would have
-/// had it been the trigger's function: same trigger data, so it sees the same transition table.
-///
-/// # Safety
-/// `data` is the trigger data PostgreSQL passed to this trigger.
-unsafe fn forward(data: &pg_sys::TriggerData, cfg: &IndexConfig, tbl: pg_sys::Oid) {
-    if cfg.sync_function == pg_sys::InvalidOid {
-        raise(
-            PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
-            format!("the sync function of {} does not exist", regclass_name(tbl)),
-            Some("Drop the index with minhash_index_drop() and create it again.".into()),
-        );
-    }
-    // SAFETY: as ExecCallTriggerFunc (trigger.c) calls a trigger function: fmgr looks up the
-    // function (and wraps it for SECURITY DEFINER and SET), the trigger data goes in as the
-    // call's context, and errors are turned into Rust panics at the boundary.
-    unsafe {
-        let mut flinfo = pg_sys::FmgrInfo::default();
-        pg_sys::fmgr_info(cfg.sync_function, &mut flinfo);
-        let mut call: pg_sys::FunctionCallInfoBaseData = std::mem::zeroed();
-        call.flinfo = &mut flinfo;
-        call.context = (data as *const pg_sys::TriggerData)
-            .cast_mut()
-            .cast::<pg_sys::Node>();
-        call.fncollation = pg_sys::InvalidOid;
-        call.nargs = 0;
-        let function = flinfo.fn_addr.expect("fmgr_info sets the function address");
-        pg_sys::ffi::pg_guard_ffi_boundary(|| function(&mut call));
     }
 }
 
@@ -338,8 +672,6 @@ fn relation_name(rel: pg_sys::Oid) -> String {
         if name.is_null() {
             return rel.to_u32().to_string();
         }
-        std::ffi::CStr::from_ptr(name)
-            .to_string_lossy()
-            .into_owned()
+        CStr::from_ptr(name).to_string_lossy().into_owned()
     }
 }

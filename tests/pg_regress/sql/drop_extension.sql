@@ -1,6 +1,7 @@
--- DROP EXTENSION and the objects an index made at run time: the sync triggers depend on the
--- extension, so a plain DROP EXTENSION refuses while an index exists, and CASCADE leaves the
--- indexed table writable (no trigger left that calls a function that is gone).
+-- DROP EXTENSION and the objects an index made at run time: the sync triggers and the band table
+-- depend on the extension, so a plain DROP EXTENSION refuses while an index exists, and CASCADE
+-- takes them along, leaving nothing of the extension behind and the indexed table writable (no
+-- trigger left that calls a function that is gone).
 CREATE TABLE dropme (id int PRIMARY KEY, body text, dup int);
 INSERT INTO dropme VALUES (1, 'the quick brown fox jumps', NULL), (2, 'the quick brown fox jumped', NULL);
 SET client_min_messages = warning;
@@ -29,9 +30,11 @@ COPY dropme FROM stdin;
 4	copied row	\N
 \.
 TRUNCATE dropme;
--- left behind as plain objects: the band table and the sync function (README, Dropping)
+-- nothing of the extension is left: no band table, no function, no event trigger
 SELECT to_regclass('dropme_minhash_bands') IS NOT NULL AS band_table_left,
-       to_regprocedure('dropme_minhash_sync()') IS NOT NULL AS sync_function_left;
+       (SELECT count(*) FROM pg_proc WHERE proname LIKE '%minhash%') AS functions_left,
+       (SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'minhash%') AS event_triggers_left,
+       (SELECT count(*) FROM pg_class WHERE relname LIKE '%minhash%') AS relations_left;
 ROLLBACK;
 
 -- the rollback brought the extension and the index back, exact

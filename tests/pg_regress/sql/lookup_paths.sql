@@ -96,7 +96,6 @@ DELETE FROM notes WHERE id >= 2000;
 
 -- Column privileges on (id, body) alone: texts come through the SQL query.
 CREATE ROLE regress_minhash_columns;
-GRANT SELECT ON notes_minhash_bands TO regress_minhash_columns;
 GRANT SELECT (id, body) ON notes TO regress_minhash_columns;
 SET ROLE regress_minhash_columns;
 SELECT * FROM _minhash_direct_reads('notes');
@@ -113,29 +112,22 @@ RESET ROLE;
 DROP POLICY even ON notes;
 ALTER TABLE notes DISABLE ROW LEVEL SECURITY;
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
-REVOKE ALL ON notes, notes_minhash_bands FROM regress_minhash_columns;
+REVOKE ALL ON notes FROM regress_minhash_columns;
 DROP ROLE regress_minhash_columns;
 
--- A role without SELECT on the band table is sent to the SQL query, which refuses it.
+-- The band table is private to the table's owner: a role with SELECT on the table needs nothing
+-- on it, and reads the band index directly; one without SELECT on the table gets 42501.
 CREATE ROLE regress_minhash_lookup;
 GRANT SELECT ON notes TO regress_minhash_lookup;
 SET ROLE regress_minhash_lookup;
 SELECT * FROM _minhash_direct_reads('notes');
-SELECT * FROM minhash_similar('notes', 'note 10 about topic 13');
+SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
+SELECT try($$SELECT * FROM notes_minhash_bands$$);
 RESET ROLE;
--- Row-level security on the band table is honoured the same way.
-GRANT SELECT ON notes_minhash_bands TO regress_minhash_lookup;
-ALTER TABLE notes_minhash_bands ENABLE ROW LEVEL SECURITY;
-CREATE POLICY low_ids ON notes_minhash_bands FOR SELECT USING (id < 100);
-SET ROLE regress_minhash_lookup;
-SELECT * FROM _minhash_direct_reads('notes');
-SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 100));
-SELECT count(*) AS matches FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
-RESET ROLE;
-DROP POLICY low_ids ON notes_minhash_bands;
-ALTER TABLE notes_minhash_bands DISABLE ROW LEVEL SECURITY;
-REVOKE SELECT ON notes_minhash_bands FROM regress_minhash_lookup;
 REVOKE SELECT ON notes FROM regress_minhash_lookup;
+SET ROLE regress_minhash_lookup;
+SELECT try($$SELECT * FROM minhash_similar('notes', 'note 10 about topic 13')$$);
+RESET ROLE;
 DROP ROLE regress_minhash_lookup;
 
 -- The catalog row is cached per backend; changing it takes effect at once, and a rolled-back
