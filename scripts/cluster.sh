@@ -24,7 +24,8 @@ cluster_start() {
     as_root chown postgres: "$CLUSTER_DIR"
     as_postgres "$PG_BIN/initdb" -D "$CLUSTER_DIR/data" -U postgres -A trust -E UTF8 \
         --locale=C.UTF-8 >/dev/null
-    as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
+    # (CLUSTER_ENV: extra NAME=value settings for the server's environment)
+    as_postgres env ${CLUSTER_ENV:-} "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
         -o "-c listen_addresses='' -k $CLUSTER_DIR -p 5432" start >/dev/null
     export PGHOST="$CLUSTER_DIR" PGPORT=5432 PGUSER=postgres
 }

@@ -12,7 +12,8 @@ accept=false
 install_extension
 out=$(mktemp -d /tmp/pg_minhash-regress-out.XXXXXX)
 trap 'cluster_stop; rm -rf "$out"' EXIT
-cluster_start "$(mktemp -d /tmp/pg_minhash-regress.XXXXXX)"
+# errors must not carry Rust backtraces whatever the server's environment (security.sql)
+CLUSTER_ENV="RUST_BACKTRACE=full" cluster_start "$(mktemp -d /tmp/pg_minhash-regress.XXXXXX)"
 
 tests=(setup)
 for f in tests/pg_regress/sql/*.sql; do
