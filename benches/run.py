@@ -422,14 +422,6 @@ def scale(rows, pgbench_bin, quick):
         flagged += int(psql("SELECT count(duplicate_of) FROM questions")) - before
     plain, insert = float(np.median(plains)), float(np.median(inserts))
     simple = inserted(next_script, "with the flag trigger, simple protocol", protocol="simple")
-    # The same flagged inserts with the band rows written by the PL/pgSQL sync function's SQL
-    # (what every insert did before _minhash_sync_insert), for a comparison in the same run.
-    psql("ALTER TABLE questions DISABLE TRIGGER minhash_sync_insert; "
-         "CREATE TRIGGER sync_through_sql AFTER INSERT ON questions REFERENCING NEW TABLE AS new_rows "
-         "FOR EACH STATEMENT EXECUTE FUNCTION questions_minhash_sync()")
-    through_sql = inserted(next_script, "with the flag trigger, band rows written through SQL")
-    psql("DROP TRIGGER sync_through_sql ON questions; "
-         "ALTER TABLE questions ENABLE TRIGGER minhash_sync_insert")
     listed = lambda rates: ", ".join(f"{r:,.0f}" for r in rates)
     say(f"single-session inserts of new questions with minhash_flag_duplicate: {insert:,.0f} rows/s, "
         f"median of {len(inserts)} phase(s) of {seconds} s ({listed(inserts)}); {flagged} of "
@@ -437,8 +429,6 @@ def scale(rows, pgbench_bin, quick):
         f"flag trigger (median of {listed(plains)}); statements prepared once, as drivers do")
     say(f"  the same with the flag trigger, each INSERT sent as plain text (parsed and planned every "
         f"time): {simple:,.0f} rows/s")
-    say(f"  the same with the flag trigger, band rows written by the sync function's SQL instead of "
-        f"directly (_minhash_sync_insert): {through_sql:,.0f} rows/s")
     # The procedure of earlier runs, for comparison: a random pending question each time, so
     # that about half the inserts repeat a question inserted seconds before (exact duplicates).
     redrawn = pgbench(pgbench_bin, f"\\set n random({rows + 1}, {rows + min(fresh, 100_000)})\n"
@@ -447,7 +437,6 @@ def scale(rows, pgbench_bin, quick):
     record("inserts/s with flag trigger", f"{insert:.0f}", f"no flag trigger: {plain:.0f}", ">= 2,000/s",
            None if quick else insert >= 2000)
     record("  the same, simple query protocol", f"{simple:.0f}", "", "", None)
-    record("  the same, band rows written through SQL", f"{through_sql:.0f}", "", "", None)
     log_dir = tempfile.mkdtemp()
     os.chmod(log_dir, 0o777)
     pgbench(pgbench_bin, f"\\set n random(1, {rows})\n"

@@ -246,11 +246,7 @@ mod tests {
             "SELECT array_agg(p.proname::text ORDER BY p.proname) {members}
              WHERE p.provolatile = 's' AND p.proname NOT LIKE '\\_%'"
         ));
-        let expected = [
-            "minhash_clusters",
-            "minhash_duplicates",
-            "minhash_similar",
-        ];
+        let expected = ["minhash_clusters", "minhash_duplicates", "minhash_similar"];
         assert_eq!(readers, Some(expected.map(String::from).to_vec()));
         let definers = one::<i64>(&format!("SELECT count(*) {members} WHERE p.prosecdef"));
         assert_eq!(definers, Some(0));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pg_dump round trip: a database with a managed index is dumped and restored into a new
-# database; the catalog row, band table, triggers and sync function come back and keep working.
+# database; the catalog row, band table and triggers come back and keep working.
 # Usage: tests/dump/run.sh (the extension must be installed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -88,12 +88,11 @@ SELECT count(*) AS differences FROM (
   UNION ALL
   (SELECT id, key FROM articles_minhash_bands EXCEPT ALL SELECT * FROM before)) d;
 
--- Dropping removes the band table, its triggers, its sync function and the catalog row.
+-- Dropping removes the band table, its triggers and the catalog row.
 SELECT minhash_index_drop('articles');
 SELECT count(*) FROM minhash_indexes;
 SELECT to_regclass('articles_minhash_bands') IS NULL AS band_table_gone,
-       (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'articles'::regclass) AS triggers,
-       to_regprocedure('articles_minhash_sync()') IS NULL AS function_gone;
+       (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'articles'::regclass) AS triggers;
 DROP TABLE articles;
 
 -- Lookups keep their prepared plan for the rest of the session; a table dropped and created
