@@ -88,6 +88,20 @@ fn _minhash_catalog_changed<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
     let data = trigger.trigger_data();
+    // only on the catalog of the extension whose function this is
+    // SAFETY: a trigger's relation is open while it fires; catalog lookups by OID.
+    let on_catalog = unsafe {
+        let rel = data.tg_relation;
+        pg_sys::get_func_namespace(trigger.trigger().tgfoid) == (*(*rel).rd_rel).relnamespace
+            && pgrx::name_data_to_str(&(*(*rel).rd_rel).relname) == "minhash_indexes"
+    };
+    if !on_catalog {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "_minhash_catalog_changed() fires only on the minhash_indexes catalog",
+            None,
+        );
+    }
     if data.tg_event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_TRUNCATE {
         // SAFETY: queues an invalidation of every relcache entry; no arguments.
         unsafe { pg_sys::CacheInvalidateRelcacheAll() };

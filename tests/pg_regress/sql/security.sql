@@ -122,6 +122,14 @@ FROM (VALUES ('minhash_sync_insert', 'AFTER', 'INSERT', 'REFERENCING NEW TABLE A
      AS t(name, timing, event, transition, level),
      (VALUES ('z'), ('mine')) AS r(tbl)
 ORDER BY tbl, event, name, level, transition, timing;
+-- The other trigger functions refuse other tables too.
+CREATE TABLE fake (tbl regclass);
+CREATE TRIGGER fake AFTER INSERT ON fake FOR EACH ROW EXECUTE FUNCTION _minhash_catalog_changed();
+SELECT try($$INSERT INTO fake VALUES ('questions')$$);
+CREATE TRIGGER fake_flag BEFORE INSERT ON mine FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('id');
+SELECT try($$INSERT INTO mine VALUES (100, 'x')$$);
+DROP TABLE fake;
+DROP TRIGGER fake_flag ON mine;
 -- 2. A catalog row for the attacker's table naming a victim's band table; changes to the
 -- victims' rows (row-level security hides them: nothing is updated or deleted).
 SELECT try($$INSERT INTO minhash_indexes (tbl, id_column, text_column, band_table, k, ngram, unit,
