@@ -10,6 +10,11 @@ pub mod core;
 mod index;
 mod sql;
 
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    sql::error::install_capacity_handler();
+}
+
 /// Required by `cargo pgrx test`.
 #[cfg(test)]
 pub mod pg_test {
