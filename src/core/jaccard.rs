@@ -145,10 +145,18 @@ impl ShingleSet {
         reserve(&mut self.items, keys.len(), "the shingles of a text")?;
         match windows {
             Some(_) => {
-                self.repeats_hash =
-                    distinct(keys, bytes, &mut self.items, |i| (i as u32, (i + n) as u32))
+                self.repeats_hash = distinct(
+                    keys,
+                    bytes,
+                    &mut self.items,
+                    |i| (i as u32, (i + n) as u32),
+                    check_interrupts,
+                )
             }
-            None => self.repeats_hash = distinct(keys, bytes, &mut self.items, |i| spans[i]),
+            None => {
+                self.repeats_hash =
+                    distinct(keys, bytes, &mut self.items, |i| spans[i], check_interrupts)
+            }
         }
         if self.repeats_hash {
             // a collision inside this document (rare): the ordered merge needs (hash, bytes)
@@ -309,28 +317,36 @@ fn dedup_collisions(
 
 /// Appends to `items` each distinct shingle of the sorted `keys` once, as (hash, start, end),
 /// where `span(ordinal)` is the span of a key's shingle in `bytes`; returns whether two
-/// different shingles share a hash. `items` has room for every key.
+/// different shingles share a hash. `items` has room for every key. Interrupts are checked
+/// every [`HASH_BATCH`] keys: a repeated shingle is compared with the one kept, which lies
+/// anywhere in the text, so a long repetitive text takes seconds here.
 #[inline(always)]
 fn distinct(
     keys: &[u64],
     bytes: &[u8],
     items: &mut Vec<(u32, u32, u32)>,
     span: impl Fn(usize) -> (u32, u32),
+    check_interrupts: &mut dyn FnMut(),
 ) -> bool {
     let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
     let mut repeats_hash = false;
-    for &key in keys {
-        let (s, e) = span(key as u32 as usize);
-        let item = ((key >> 32) as u32, s, e);
-        if let Some(last) = items.last() {
-            if last.0 == item.0 {
-                if text(last) == text(&item) {
-                    continue;
+    for batch in keys.chunks(HASH_BATCH) {
+        for &key in batch {
+            let (s, e) = span(key as u32 as usize);
+            let item = ((key >> 32) as u32, s, e);
+            if let Some(last) = items.last() {
+                if last.0 == item.0 {
+                    if text(last) == text(&item) {
+                        continue;
+                    }
+                    repeats_hash = true;
                 }
-                repeats_hash = true;
             }
+            items.push(item);
         }
-        items.push(item);
+        if batch.len() == HASH_BATCH {
+            check_interrupts();
+        }
     }
     repeats_hash
 }
