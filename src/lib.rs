@@ -17,6 +17,8 @@ pub extern "C-unwind" fn _PG_init() {
     // (pgrx's panic hook captures one whenever RUST_BACKTRACE asks for it). Set before any of
     // this library's code can panic; the standard library reads it once.
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    // the core's allocation failures become ERRORs (53200, 54000)
+    sql::error::install_capacity_handler();
 }
 
 /// Required by `cargo pgrx test`.

@@ -2,6 +2,11 @@
 
 use std::collections::HashMap;
 
+use super::capacity::{filled, push, reserve, reserve_map, CapacityError};
+
+/// Edges or nodes handled between interrupt checks.
+const CHECK_EVERY: usize = 1 << 16;
+
 /// Union-find over nodes `0..n`, with path halving and union by size.
 pub struct UnionFind {
     parent: Vec<u32>,
@@ -9,17 +14,21 @@ pub struct UnionFind {
 }
 
 impl UnionFind {
-    pub fn new(n: usize) -> UnionFind {
-        UnionFind {
-            parent: (0..n as u32).collect(),
-            size: vec![1; n],
-        }
+    pub fn try_new(n: usize) -> Result<UnionFind, CapacityError> {
+        let mut parent = Vec::new();
+        reserve(&mut parent, n, "the clusters")?;
+        parent.extend(0..n as u32);
+        Ok(UnionFind {
+            parent,
+            size: filled(n, 1, "the clusters")?,
+        })
     }
 
-    fn push(&mut self) -> usize {
-        self.parent.push(self.parent.len() as u32);
-        self.size.push(1);
-        self.parent.len() - 1
+    fn try_push(&mut self) -> Result<usize, CapacityError> {
+        let new = self.parent.len() as u32;
+        push(&mut self.parent, new, "the clusters")?;
+        push(&mut self.size, 1, "the clusters")?;
+        Ok(self.parent.len() - 1)
     }
 
     pub fn root(&mut self, x: usize) -> usize {
@@ -52,36 +61,58 @@ impl UnionFind {
 
 /// Every node of a component with at least two nodes, as `(id, smallest id in its component)`,
 /// sorted by component then id. Edges are undirected; self-loops and repeats are harmless.
-pub fn components(edges: impl IntoIterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
-    let mut sets = UnionFind::new(0);
+pub fn try_components(
+    edges: impl IntoIterator<Item = (i64, i64)>,
+    check_interrupts: &mut dyn FnMut(),
+) -> Result<Vec<(i64, i64)>, CapacityError> {
+    let mut sets = UnionFind::try_new(0)?;
     let mut index: HashMap<i64, usize> = HashMap::new();
     let mut ids: Vec<i64> = Vec::new();
-    let mut node = |sets: &mut UnionFind, id: i64| {
-        *index.entry(id).or_insert_with(|| {
-            ids.push(id);
-            sets.push()
-        })
+    let mut node = |sets: &mut UnionFind, id: i64| -> Result<usize, CapacityError> {
+        if let Some(&i) = index.get(&id) {
+            return Ok(i);
+        }
+        reserve_map(&mut index, 1, "the clusters")?;
+        push(&mut ids, id, "the clusters")?;
+        let i = sets.try_push()?;
+        index.insert(id, i);
+        Ok(i)
     };
-    for (a, b) in edges {
-        let (a, b) = (node(&mut sets, a), node(&mut sets, b));
+    for (i, (a, b)) in edges.into_iter().enumerate() {
+        let (a, b) = (node(&mut sets, a)?, node(&mut sets, b)?);
         sets.union(a, b);
+        if i % CHECK_EVERY == 0 {
+            check_interrupts();
+        }
     }
-    let mut smallest: HashMap<usize, i64> = HashMap::new();
+    drop(index);
+    // smallest id per root
+    let mut smallest = filled(ids.len(), i64::MAX, "the clusters")?;
     for (i, &id) in ids.iter().enumerate() {
         let root = sets.root(i);
-        smallest
-            .entry(root)
-            .and_modify(|m| *m = (*m).min(id))
-            .or_insert(id);
+        smallest[root] = smallest[root].min(id);
     }
-    let mut out: Vec<(i64, i64)> = (0..ids.len())
-        .filter_map(|i| {
-            let root = sets.root(i);
-            (sets.size_of(i) >= 2).then(|| (ids[i], smallest[&root]))
-        })
-        .collect();
-    out.sort_unstable_by_key(|&(id, cluster)| (cluster, id));
-    out
+    let mut out = Vec::new();
+    for i in 0..ids.len() {
+        if sets.size_of(i) >= 2 {
+            push(&mut out, (ids[i], smallest[sets.root(i)]), "the clusters")?;
+        }
+        if i % CHECK_EVERY == 0 {
+            check_interrupts();
+        }
+    }
+    super::sort::sort_by(
+        &mut out,
+        |x, y| (x.1, x.0).cmp(&(y.1, y.0)),
+        check_interrupts,
+    )?;
+    Ok(out)
+}
+
+/// [`try_components`] without interrupt checks, reporting an error through
+/// [`CapacityError::fail`].
+pub fn components(edges: impl IntoIterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
+    try_components(edges, &mut || {}).unwrap_or_else(|e| e.fail())
 }
 
 #[cfg(test)]

@@ -15,20 +15,23 @@
 //! Memory is proportional to the rows (their text, `8 * bands + k` bytes of keys and sketch,
 //! and a bounded cache of shingle sets), never to the number of candidate pairs.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use super::bands::band_keys;
+use super::capacity::{filled, push, reserve, reserve_map, reserve_str, CapacityError};
 use super::components::UnionFind;
 use super::jaccard::ShingleSet;
 use super::params::{Banding, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
 use super::sketch::binomial_lower_quantile;
+use super::sort::sort_by;
 
 /// Probability, per true pair, that the sketch filter drops it (see [`min_sketch_matches`]).
 const SKETCH_MISS_PROBABILITY: f64 = 1e-9;
 /// Bytes of shingle sets kept for verification before the cache starts over.
 const SHINGLE_CACHE_BYTES: usize = 128 << 20;
-/// Candidate pairs looked at between calls of `check_interrupts`.
+/// Candidate pairs looked at, rows or pairs handled, between calls of `check_interrupts`.
 const INTERRUPT_EVERY: u32 = 1 << 16;
 
 /// Parameters of a search: the index's signature and banding, and the similarity threshold.
@@ -72,6 +75,27 @@ pub struct Corpus {
     seen: HashMap<u64, u32>,
 }
 
+/// What the corpus's memory holds; named in out-of-memory errors.
+const CORPUS: &str = "the rows being searched";
+
+/// Counts calls down and checks for interrupts every [`INTERRUPT_EVERY`] of them.
+struct Countdown(u32);
+
+impl Countdown {
+    fn new() -> Countdown {
+        Countdown(INTERRUPT_EVERY)
+    }
+
+    #[inline(always)]
+    fn tick(&mut self, check_interrupts: &mut dyn FnMut()) {
+        self.0 -= 1;
+        if self.0 == 0 {
+            self.0 = INTERRUPT_EVERY;
+            check_interrupts();
+        }
+    }
+}
+
 impl Corpus {
     pub fn new(search: Search) -> Corpus {
         Corpus {
@@ -98,13 +122,17 @@ impl Corpus {
     }
 
     /// Adds a row. Texts without a single shingle are left out, as the band table leaves them
-    /// out: they have no band keys.
-    pub fn add(&mut self, id: i64, text: &str, check_interrupts: &mut dyn FnMut()) {
+    /// out: they have no band keys. On an error the corpus is unchanged.
+    pub fn add(
+        &mut self,
+        id: i64,
+        text: &str,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
         let hash = mur3::murmurhash3_x64_128(text.as_bytes(), 0).0;
         if let Some(&t) = self.seen.get(&hash) {
             if self.text_of(t as usize) == text {
-                self.copies.push((t, id));
-                return;
+                return push(&mut self.copies, (t, id), CORPUS);
             }
         }
         let Search {
@@ -113,17 +141,31 @@ impl Corpus {
             banding,
             ..
         } = self.search;
-        let signature = self.signer.signature(text, k, shingling, check_interrupts);
+        let signature = self
+            .signer
+            .try_signature(text, k, shingling, check_interrupts)?;
         if signature.iter().all(|&v| v == EMPTY_SLOT) {
-            return;
+            return Ok(());
         }
-        let t = self.ends.len() as u32;
+        let t = u32::try_from(self.ends.len()).map_err(|_| CapacityError::TooLarge {
+            what: "the number of distinct texts",
+            bytes: self.ends.len(),
+            limit: u32::MAX as usize,
+        })?;
+        // room for everything first, so that a failure leaves nothing half-added
+        reserve_str(&mut self.text, text.len(), CORPUS)?;
+        reserve(&mut self.ends, 1, CORPUS)?;
+        reserve(&mut self.keys, banding.bands, CORPUS)?;
+        reserve(&mut self.sketch, k, CORPUS)?;
+        reserve(&mut self.first_row, 1, CORPUS)?;
+        reserve_map(&mut self.seen, 1, CORPUS)?;
         self.text.push_str(text);
         self.ends.push(self.text.len());
         self.keys.extend(band_keys(&signature, banding));
         self.sketch.extend(signature.iter().map(|&v| v as u8));
         self.first_row.push(id);
         self.seen.entry(hash).or_insert(t);
+        Ok(())
     }
 
     /// Visits every verified pair of distinct texts once: `(text a, text b, similarity)`.
@@ -133,8 +175,8 @@ impl Corpus {
         &self,
         mut clusters: Option<&mut UnionFind>,
         check_interrupts: &mut dyn FnMut(),
-        mut emit: impl FnMut(usize, usize, f64),
-    ) {
+        mut emit: impl FnMut(usize, usize, f64) -> Result<(), CapacityError>,
+    ) -> Result<(), CapacityError> {
         let Search {
             k,
             shingling,
@@ -144,24 +186,25 @@ impl Corpus {
         let bands = banding.bands;
         let n = self.distinct_texts();
         let min_matches = min_sketch_matches(k, threshold, SKETCH_MISS_PROBABILITY);
-        let mut sets = SetCache::new(n);
-        let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
-        let mut countdown = INTERRUPT_EVERY;
+        let mut sets = SetCache::try_new(n)?;
+        let mut order: Vec<(u64, u32)> = Vec::new();
+        reserve(&mut order, n, CORPUS)?;
+        let mut countdown = Countdown::new();
         for band in 0..bands {
             order.clear();
             order.extend((0..n).map(|t| (self.keys[t * bands + band], t as u32)));
-            order.sort_unstable();
+            sort_by(&mut order, Ord::cmp, check_interrupts)?;
             check_interrupts();
-            for bucket in order.chunk_by(|x, y| x.0 == y.0).filter(|b| b.len() > 1) {
+            for bucket in order.chunk_by(|x, y| x.0 == y.0) {
+                countdown.tick(check_interrupts);
+                if bucket.len() < 2 {
+                    continue;
+                }
                 for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
                     let y = y as usize;
                     for &(_, x) in &bucket[..j] {
                         let x = x as usize;
-                        countdown -= 1;
-                        if countdown == 0 {
-                            countdown = INTERRUPT_EVERY;
-                            check_interrupts();
-                        }
+                        countdown.tick(check_interrupts);
                         if let Some(uf) = clusters.as_deref_mut() {
                             if uf.root(x) == uf.root(y) {
                                 continue;
@@ -176,97 +219,219 @@ impl Corpus {
                         if equal_bytes(sx, sy) < min_matches {
                             continue;
                         }
-                        let similarity = sets.jaccard(self, x, y, shingling, check_interrupts);
+                        let similarity = sets.jaccard(self, x, y, shingling, check_interrupts)?;
                         if similarity >= threshold {
                             if let Some(uf) = clusters.as_deref_mut() {
                                 uf.union(x, y);
                             }
-                            emit(x.min(y), x.max(y), similarity);
+                            emit(x.min(y), x.max(y), similarity)?;
                         }
                     }
                 }
             }
         }
+        Ok(())
     }
 
-    /// The rows of each distinct text, as `(offsets, ids)`: text `t` has rows
-    /// `ids[offsets[t]..offsets[t + 1]]`. Also frees what only loading needed.
-    fn rows_by_text(&mut self) -> (Vec<usize>, Vec<i64>) {
+    /// Every row as `(id, text)` in id order, and the rows of each distinct text in id order as
+    /// `(offsets, ids)`: text `t` has rows `ids[offsets[t]..offsets[t + 1]]`. Also frees what
+    /// only loading needed.
+    #[allow(clippy::type_complexity)]
+    fn rows_by_text(
+        &mut self,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(Vec<(i64, u32)>, Vec<usize>, Vec<i64>), CapacityError> {
         self.seen = HashMap::new();
         let n = self.distinct_texts();
-        let mut offsets = vec![0usize; n + 1];
-        for &(t, _) in &self.copies {
+        // every row as (id, text), in id order
+        let mut rows: Vec<(i64, u32)> = Vec::new();
+        reserve(&mut rows, n + self.copies.len(), CORPUS)?;
+        rows.extend(self.first_row.iter().zip(0..).map(|(&id, t)| (id, t)));
+        rows.extend(self.copies.iter().map(|&(t, id)| (id, t)));
+        self.copies = Vec::new();
+        sort_by(&mut rows, Ord::cmp, check_interrupts)?;
+        let mut offsets = filled(n + 1, 0usize, CORPUS)?;
+        for &(_, t) in &rows {
             offsets[t as usize + 1] += 1;
         }
         for t in 0..n {
-            offsets[t + 1] += offsets[t] + 1;
+            offsets[t + 1] += offsets[t];
         }
-        let mut ids = vec![0i64; offsets[n]];
-        let mut fill: Vec<usize> = offsets[..n].to_vec();
-        for (t, &id) in self.first_row.iter().enumerate() {
-            ids[fill[t]] = id;
-            fill[t] += 1;
-        }
-        for &(t, id) in &std::mem::take(&mut self.copies) {
+        let mut ids = filled(rows.len(), 0i64, CORPUS)?;
+        let mut fill = filled(n, 0usize, CORPUS)?;
+        fill.copy_from_slice(&offsets[..n]);
+        let mut countdown = Countdown::new();
+        for &(id, t) in &rows {
             ids[fill[t as usize]] = id;
             fill[t as usize] += 1;
+            countdown.tick(check_interrupts);
         }
-        (offsets, ids)
+        Ok((rows, offsets, ids))
     }
 
     /// Every pair of rows with similarity at least the threshold, as `(id_a, id_b, similarity)`
-    /// with `id_a < id_b`, ordered by `(id_a, id_b)`.
-    pub fn duplicates(mut self, check_interrupts: &mut dyn FnMut()) -> Vec<(i64, i64, f64)> {
-        let (offsets, ids) = self.rows_by_text();
-        let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
-        let mut out = Vec::new();
-        let mut push = |a: i64, b: i64, s: f64| out.push((a.min(b), a.max(b), s));
-        for t in 0..self.distinct_texts() {
-            let rows = rows(t);
-            for (j, &b) in rows.iter().enumerate() {
-                for &a in &rows[..j] {
-                    push(a, b, 1.0);
-                }
+    /// with `id_a < id_b`, ordered by `(id_a, id_b)`. The pairs are made as they are read: memory
+    /// stays proportional to the rows and to the verified pairs of distinct texts, however many
+    /// copies of a text there are (n copies alone make n(n-1)/2 pairs). The returned iterator
+    /// calls `check_interrupts` every 65,536 pairs.
+    pub fn duplicates<F: FnMut()>(
+        mut self,
+        mut check_interrupts: F,
+    ) -> Result<Pairs<F>, CapacityError> {
+        let n = self.distinct_texts();
+        // the verified pairs of distinct texts, as an adjacency list per text
+        let mut verified: Vec<(u32, u32, f64)> = Vec::new();
+        self.verified_pairs(None, &mut check_interrupts, |x, y, s| {
+            push(&mut verified, (x as u32, y as u32, s), CORPUS)
+        })?;
+        let mut neighbour_offsets = filled(n + 1, 0usize, CORPUS)?;
+        for &(x, y, _) in &verified {
+            neighbour_offsets[x as usize + 1] += 1;
+            neighbour_offsets[y as usize + 1] += 1;
+        }
+        for t in 0..n {
+            neighbour_offsets[t + 1] += neighbour_offsets[t];
+        }
+        let mut neighbours = filled(2 * verified.len(), (0u32, 0f64), CORPUS)?;
+        let mut fill = filled(n, 0usize, CORPUS)?;
+        fill.copy_from_slice(&neighbour_offsets[..n]);
+        for &(x, y, s) in &verified {
+            for (from, to) in [(x, y), (y, x)] {
+                neighbours[fill[from as usize]] = (to, s);
+                fill[from as usize] += 1;
             }
         }
-        self.verified_pairs(None, check_interrupts, |x, y, s| {
-            for &a in rows(x) {
-                for &b in rows(y) {
-                    push(a, b, s);
-                }
-            }
-        });
-        out.sort_unstable_by_key(|&(a, b, _)| (a, b));
-        out
+        drop((verified, fill));
+        let most_neighbours = (0..n)
+            .map(|t| neighbour_offsets[t + 1] - neighbour_offsets[t])
+            .max()
+            .unwrap_or(0);
+        let (order, offsets, ids) = self.rows_by_text(&mut check_interrupts)?;
+        let mut heap = BinaryHeap::new();
+        heap.try_reserve(most_neighbours + 1)
+            .map_err(|_| CapacityError::OutOfMemory {
+                what: CORPUS,
+                bytes: (most_neighbours + 1).saturating_mul(24),
+            })?;
+        let mut sources = Vec::new();
+        reserve(&mut sources, most_neighbours + 1, CORPUS)?;
+        Ok(Pairs {
+            offsets,
+            ids,
+            neighbour_offsets,
+            neighbours,
+            order,
+            next_row: 0,
+            current: 0,
+            heap,
+            sources,
+            countdown: Countdown::new(),
+            check_interrupts,
+        })
     }
 
     /// Every row of a cluster of two or more rows, as `(id, cluster id)` where the cluster id is
     /// the smallest id of the cluster, ordered by `(cluster id, id)`. Clusters are the connected
     /// components of the pairs [`Corpus::duplicates`] returns.
-    pub fn clusters(mut self, check_interrupts: &mut dyn FnMut()) -> Vec<(i64, i64)> {
-        let (offsets, ids) = self.rows_by_text();
-        let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
+    pub fn clusters(
+        mut self,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<Vec<(i64, i64)>, CapacityError> {
         let n = self.distinct_texts();
-        let mut uf = UnionFind::new(n);
-        self.verified_pairs(Some(&mut uf), check_interrupts, |_, _, _| {});
+        let mut uf = UnionFind::try_new(n)?;
+        self.verified_pairs(Some(&mut uf), check_interrupts, |_, _, _| Ok(()))?;
+        let (_, offsets, ids) = self.rows_by_text(check_interrupts)?;
+        let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
         // per root: smallest id and number of rows in the cluster
-        let mut smallest: Vec<(i64, usize)> = vec![(i64::MAX, 0); n];
+        let mut smallest = filled(n, (i64::MAX, 0usize), CORPUS)?;
         for t in 0..n {
             let entry = &mut smallest[uf.root(t)];
-            entry.0 = entry
-                .0
-                .min(*rows(t).iter().min().expect("a text has a row"));
+            // a text's rows are in id order
+            entry.0 = entry.0.min(rows(t)[0]);
             entry.1 += rows(t).len();
         }
         let mut out = Vec::new();
+        let mut countdown = Countdown::new();
         for t in 0..n {
             let (cluster, size) = smallest[uf.root(t)];
             if size >= 2 {
+                reserve(&mut out, rows(t).len(), CORPUS)?;
                 out.extend(rows(t).iter().map(|&id| (id, cluster)));
             }
+            countdown.tick(check_interrupts);
         }
-        out.sort_unstable_by_key(|&(id, cluster)| (cluster, id));
-        out
+        sort_by(
+            &mut out,
+            |x, y| (x.1, x.0).cmp(&(y.1, y.0)),
+            check_interrupts,
+        )?;
+        Ok(out)
+    }
+}
+
+/// The pairs of [`Corpus::duplicates`], made one at a time: for each row `a` in id order, the
+/// rows `b > a` of its own text (similarity 1) and of the texts verified similar to it, merged in
+/// id order.
+pub struct Pairs<F> {
+    /// Text `t` has rows `ids[offsets[t]..offsets[t + 1]]`, in id order.
+    offsets: Vec<usize>,
+    ids: Vec<i64>,
+    /// Text `t`'s verified neighbours and similarities:
+    /// `neighbours[neighbour_offsets[t]..neighbour_offsets[t + 1]]`.
+    neighbour_offsets: Vec<usize>,
+    neighbours: Vec<(u32, f64)>,
+    /// Every row as `(id, text)`, in id order, and the next one to pair.
+    order: Vec<(i64, u32)>,
+    next_row: usize,
+    /// The row being paired, and its sources (a text's rows from some position, and their
+    /// similarity to it), merged through a heap of `(next id, source)`.
+    current: i64,
+    heap: BinaryHeap<Reverse<(i64, usize)>>,
+    sources: Vec<(usize, usize, f64)>,
+    countdown: Countdown,
+    check_interrupts: F,
+}
+
+impl<F: FnMut()> Pairs<F> {
+    /// Makes `a` (of text `t`) the row being paired: one source per text its pairs come from,
+    /// starting after `a`. `heap` and `sources` were reserved for the most a text has.
+    fn start_row(&mut self, a: i64, t: usize) {
+        self.current = a;
+        self.heap.clear();
+        self.sources.clear();
+        let neighbours = &self.neighbours[self.neighbour_offsets[t]..self.neighbour_offsets[t + 1]];
+        let texts =
+            std::iter::once((t, 1.0)).chain(neighbours.iter().map(|&(u, s)| (u as usize, s)));
+        for (u, similarity) in texts {
+            let rows = &self.ids[self.offsets[u]..self.offsets[u + 1]];
+            let from = self.offsets[u] + rows.partition_point(|&id| id <= a);
+            if from < self.offsets[u + 1] {
+                self.heap
+                    .push(Reverse((self.ids[from], self.sources.len())));
+                self.sources.push((from, self.offsets[u + 1], similarity));
+            }
+        }
+    }
+}
+
+impl<F: FnMut()> Iterator for Pairs<F> {
+    type Item = (i64, i64, f64);
+
+    fn next(&mut self) -> Option<(i64, i64, f64)> {
+        loop {
+            self.countdown.tick(&mut self.check_interrupts);
+            if let Some(Reverse((b, source))) = self.heap.pop() {
+                let (at, end, similarity) = &mut self.sources[source];
+                *at += 1;
+                if *at < *end {
+                    self.heap.push(Reverse((self.ids[*at], source)));
+                }
+                return Some((self.current, b, *similarity));
+            }
+            let &(a, t) = self.order.get(self.next_row)?;
+            self.next_row += 1;
+            self.start_row(a, t as usize);
+        }
     }
 }
 
@@ -282,16 +447,22 @@ struct SetCache {
 }
 
 impl SetCache {
-    fn new(n: usize) -> SetCache {
-        SetCache {
-            sets: (0..n).map(|_| None).collect(),
-            bytes: 0,
-        }
+    fn try_new(n: usize) -> Result<SetCache, CapacityError> {
+        let mut sets = Vec::new();
+        reserve(&mut sets, n, CORPUS)?;
+        sets.resize_with(n, || None);
+        Ok(SetCache { sets, bytes: 0 })
     }
 
-    fn load(&mut self, corpus: &Corpus, t: usize, shingling: Shingling, check: &mut dyn FnMut()) {
+    fn load(
+        &mut self,
+        corpus: &Corpus,
+        t: usize,
+        shingling: Shingling,
+        check: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
         if self.sets[t].is_none() {
-            let set = ShingleSet::new(corpus.text_of(t), shingling, check);
+            let set = ShingleSet::try_new(corpus.text_of(t), shingling, check)?;
             let size = set.heap_bytes();
             if self.bytes + size > SHINGLE_CACHE_BYTES {
                 self.sets.iter_mut().for_each(|s| *s = None);
@@ -300,6 +471,7 @@ impl SetCache {
             self.bytes += size;
             self.sets[t] = Some(set);
         }
+        Ok(())
     }
 
     fn jaccard(
@@ -309,15 +481,15 @@ impl SetCache {
         y: usize,
         shingling: Shingling,
         check: &mut dyn FnMut(),
-    ) -> f64 {
-        self.load(corpus, x, shingling, check);
-        self.load(corpus, y, shingling, check);
-        match (&self.sets[x], &self.sets[y]) {
+    ) -> Result<f64, CapacityError> {
+        self.load(corpus, x, shingling, check)?;
+        self.load(corpus, y, shingling, check)?;
+        Ok(match (&self.sets[x], &self.sets[y]) {
             (Some(a), Some(b)) => a.jaccard(b),
             // loading y started the cache over and dropped x
-            _ => ShingleSet::new(corpus.text_of(x), shingling, check)
+            _ => ShingleSet::try_new(corpus.text_of(x), shingling, check)?
                 .jaccard(self.sets[y].as_ref().expect("just loaded")),
-        }
+        })
     }
 }
 
@@ -395,7 +567,7 @@ mod tests {
     fn load(docs: &[String], s: Search) -> Corpus {
         let mut corpus = Corpus::new(s);
         for (id, d) in docs.iter().enumerate() {
-            corpus.add(id as i64, d, &mut || {});
+            corpus.add(id as i64, d, &mut || {}).unwrap();
         }
         corpus
     }
@@ -405,11 +577,14 @@ mod tests {
         for (seed, threshold) in [(1, 0.8), (2, 0.5), (3, 0.95), (4, 1.0)] {
             let docs = corpus_texts(700, seed);
             let s = search(threshold);
-            let ours = load(&docs, s).duplicates(&mut || {});
+            let ours = load(&docs, s)
+                .duplicates(|| {})
+                .unwrap()
+                .collect::<Vec<_>>();
             let reference = reference_pairs(&docs, s);
             assert!(reference.len() > 40, "{} pairs", reference.len());
             assert_eq!(ours, reference, "seed {seed} threshold {threshold}");
-            let mut clusters = load(&docs, s).clusters(&mut || {});
+            let mut clusters = load(&docs, s).clusters(&mut || {}).unwrap();
             let expected = components(ours.iter().map(|&(a, b, _)| (a, b)));
             clusters.sort_unstable_by_key(|&(id, c)| (c, id));
             assert_eq!(clusters, expected, "seed {seed} threshold {threshold}");
@@ -422,22 +597,26 @@ mod tests {
         let mut corpus = Corpus::new(s);
         let text = "the quick brown fox jumps over the lazy dog";
         for id in [10, 3, 7] {
-            corpus.add(id, text, &mut || {});
+            corpus.add(id, text, &mut || {}).unwrap();
         }
-        corpus.add(
-            5,
-            "the quick brown fox jumps over the lazy dog!",
-            &mut || {},
-        );
-        corpus.add(1, "entirely unrelated words here", &mut || {});
-        corpus.add(2, "", &mut || {});
-        corpus.add(4, "", &mut || {});
+        corpus
+            .add(
+                5,
+                "the quick brown fox jumps over the lazy dog!",
+                &mut || {},
+            )
+            .unwrap();
+        corpus
+            .add(1, "entirely unrelated words here", &mut || {})
+            .unwrap();
+        corpus.add(2, "", &mut || {}).unwrap();
+        corpus.add(4, "", &mut || {}).unwrap();
         assert_eq!(
             corpus.distinct_texts(),
             3,
             "copies and empty texts are not stored"
         );
-        let clusters = corpus.clusters(&mut || {});
+        let clusters = corpus.clusters(&mut || {}).unwrap();
         assert_eq!(clusters, [(3, 3), (5, 3), (7, 3), (10, 3)]);
         let mut corpus = Corpus::new(s);
         for (id, text) in [
@@ -446,12 +625,12 @@ mod tests {
             (7, text),
             (5, "the quick brown fox jumps over the lazy dog!"),
         ] {
-            corpus.add(id, text, &mut || {});
+            corpus.add(id, text, &mut || {}).unwrap();
         }
         let pairs: Vec<(i64, i64)> = corpus
-            .duplicates(&mut || {})
-            .iter()
-            .map(|&(a, b, _)| (a, b))
+            .duplicates(|| {})
+            .unwrap()
+            .map(|(a, b, _)| (a, b))
             .collect();
         assert_eq!(pairs, [(3, 5), (3, 7), (3, 10), (5, 7), (5, 10), (7, 10)]);
     }
@@ -460,10 +639,12 @@ mod tests {
     fn ten_thousand_copies_cost_one_text() {
         let mut corpus = Corpus::new(search(0.8));
         for id in 0..10_000 {
-            corpus.add(id, "How do I sort a list in place?", &mut || {});
+            corpus
+                .add(id, "How do I sort a list in place?", &mut || {})
+                .unwrap();
         }
         assert_eq!(corpus.distinct_texts(), 1);
-        let clusters = corpus.clusters(&mut || {});
+        let clusters = corpus.clusters(&mut || {}).unwrap();
         assert_eq!(clusters.len(), 10_000);
         assert!(clusters.iter().all(|&(_, c)| c == 0));
     }
@@ -483,5 +664,38 @@ mod tests {
             .filter(|_| (0..128).filter(|_| rng.below(1000) < 800).count() < m)
             .count();
         assert!(dropped <= 60, "dropped {dropped} of {trials}");
+    }
+
+    /// n copies of a text make n(n-1)/2 pairs, made one at a time in order: the search holds
+    /// the rows, not the pairs, and checks for interrupts as it goes.
+    #[test]
+    fn pairs_of_copies_are_streamed_in_order() {
+        let mut corpus = Corpus::new(search(0.8));
+        let text = "the quick brown fox jumps over the lazy dog";
+        let near = "the quick brown fox jumps over the lazy dog!";
+        // ids interleaved between the two texts, in no order
+        let ids: Vec<i64> = (0..1000).map(|i| (i * 7919) % 1000).collect();
+        for &id in &ids {
+            corpus
+                .add(id, if id % 10 == 3 { near } else { text }, &mut || {})
+                .unwrap();
+        }
+        corpus
+            .add(5000, "entirely unrelated words here", &mut || {})
+            .unwrap();
+        let similarity = jaccard(text, near, search(0.8).shingling);
+        let mut checks = 0;
+        let pairs = corpus.duplicates(|| checks += 1).unwrap();
+        let mut count = 0;
+        let mut last = (-1, -1);
+        for (a, b, s) in pairs {
+            assert!(a < b && (a, b) > last, "{last:?} then {a} {b}");
+            let same = (a % 10 == 3) == (b % 10 == 3);
+            assert_eq!(s, if same { 1.0 } else { similarity }, "{a} {b}");
+            last = (a, b);
+            count += 1;
+        }
+        assert_eq!(count, 1000 * 999 / 2);
+        assert!(checks >= count / INTERRUPT_EVERY as usize, "{checks}");
     }
 }

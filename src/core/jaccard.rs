@@ -2,10 +2,15 @@
 
 use std::collections::HashMap;
 
+use super::capacity::{copy_str, reserve, reserve_map, CapacityError};
 use super::hash::{shingle_hash, window_hashes};
 use super::normalize::normalize_into;
 use super::params::Shingling;
 use super::shingle::{byte_windows, for_each_shingle};
+use super::sort::{sort_by, sort_u64};
+
+/// Windows hashed between interrupt checks.
+const HASH_BATCH: usize = 1 << 16;
 
 /// A document's distinct shingles, ordered by (hash, bytes) so two sets intersect in one merge.
 /// Ordering by hash first makes the sort cheap; comparing bytes keeps the result exact even if
@@ -25,23 +30,68 @@ pub struct ShingleSet {
 struct Scratch {
     /// Sort keys: the hash in the high half, the shingle's ordinal in the low half.
     keys: Vec<u64>,
+    /// One batch of window hashes.
     hashes: Vec<u32>,
+    /// The span of each shingle, when shingles are not simply the n-byte windows.
     spans: Vec<(u32, u32)>,
 }
 
 impl ShingleSet {
-    pub fn new(doc: &str, shingling: Shingling, check_interrupts: &mut dyn FnMut()) -> ShingleSet {
+    /// The set of `doc`; an error if the memory it needs cannot be had.
+    pub fn try_new(
+        doc: &str,
+        shingling: Shingling,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<ShingleSet, CapacityError> {
         let mut set = ShingleSet::default();
-        set.rebuild(doc, shingling, check_interrupts);
+        set.try_rebuild(doc, shingling, check_interrupts)?;
         // a set kept (e.g. in a cache) holds no scratch space
         set.scratch = Scratch::default();
-        set
+        Ok(set)
+    }
+
+    /// [`ShingleSet::try_new`], reporting an error through [`CapacityError::fail`].
+    pub fn new(doc: &str, shingling: Shingling, check_interrupts: &mut dyn FnMut()) -> ShingleSet {
+        Self::try_new(doc, shingling, check_interrupts).unwrap_or_else(|e| e.fail())
+    }
+
+    /// [`ShingleSet::try_new`] for a caller with a limit on the result: `refuse` is given a
+    /// lower bound on the number of distinct shingles (the number of distinct hashes) before
+    /// the set is built, and an error it returns is returned without taking the memory the set
+    /// would need.
+    pub fn try_new_bounded(
+        doc: &str,
+        shingling: Shingling,
+        refuse: &mut dyn FnMut(usize) -> Result<(), CapacityError>,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<ShingleSet, CapacityError> {
+        let mut set = ShingleSet::default();
+        set.build(doc, shingling, Some(refuse), check_interrupts)?;
+        Ok(set)
     }
 
     /// Makes this the set of `doc`, reusing the buffers of the set it was: verifying many
-    /// candidates against one query allocates nothing once the buffers have grown.
-    pub fn rebuild(&mut self, doc: &str, shingling: Shingling, check_interrupts: &mut dyn FnMut()) {
-        let ascii = normalize_into(doc, &mut self.norm);
+    /// candidates against one query allocates nothing once the buffers have grown. On an error
+    /// the set is left empty.
+    pub fn try_rebuild(
+        &mut self,
+        doc: &str,
+        shingling: Shingling,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
+        self.build(doc, shingling, None, check_interrupts)
+    }
+
+    fn build(
+        &mut self,
+        doc: &str,
+        shingling: Shingling,
+        refuse: Option<&mut dyn FnMut(usize) -> Result<(), CapacityError>>,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
+        self.items.clear();
+        self.repeats_hash = false;
+        let ascii = normalize_into(doc, &mut self.norm, check_interrupts)?;
         let bytes = self.norm.as_bytes();
         let Scratch {
             keys,
@@ -51,54 +101,104 @@ impl ShingleSet {
         keys.clear();
         spans.clear();
         let n = shingling.ngram;
-        if let Some(windows) = byte_windows(&self.norm, ascii, shingling) {
-            hashes.clear();
-            for first in (0..windows).step_by(1 << 16) {
-                window_hashes(bytes, n, first..windows.min(first + (1 << 16)), hashes);
+        let windows = byte_windows(&self.norm, ascii, shingling);
+        if let Some(windows) = windows {
+            reserve(keys, windows, "the shingles of a text")?;
+            for first in (0..windows).step_by(HASH_BATCH) {
+                hashes.clear();
+                window_hashes(bytes, n, first..windows.min(first + HASH_BATCH), hashes);
+                keys.extend(
+                    hashes
+                        .iter()
+                        .zip(first..)
+                        .map(|(&h, i)| (u64::from(h) << 32) | i as u64),
+                );
                 check_interrupts();
             }
-            keys.extend(
-                hashes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &h)| (u64::from(h) << 32) | i as u64),
-            );
-            spans.extend((0..windows).map(|i| (i as u32, (i + n) as u32)));
         } else {
+            let mut grown = Ok(());
             for_each_shingle(&self.norm, shingling, |(s, e)| {
+                if keys.len() == keys.capacity() || spans.len() == spans.capacity() {
+                    let more = keys.len().max(1024);
+                    grown = grown
+                        .and_then(|()| reserve(keys, more, "the shingles of a text"))
+                        .and_then(|()| reserve(spans, more, "the shingles of a text"));
+                    if grown.is_err() {
+                        return;
+                    }
+                }
                 keys.push((u64::from(shingle_hash(&bytes[s..e])) << 32) | spans.len() as u64);
                 spans.push((s as u32, e as u32));
-                if spans.len() % (1 << 16) == 0 {
+                if spans.len() % HASH_BATCH == 0 {
                     check_interrupts();
                 }
             });
+            grown?;
         }
         // one u64 sort orders by hash; equal hashes end up adjacent, and their bytes decide
         // whether they are one shingle (kept once) or a collision
-        keys.sort_unstable();
-        let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
-        self.items.clear();
-        self.repeats_hash = false;
-        for &key in keys.iter() {
-            let (s, e) = spans[key as u32 as usize];
-            let item = ((key >> 32) as u32, s, e);
-            if let Some(last) = self.items.last() {
-                if last.0 == item.0 {
-                    if text(last) == text(&item) {
-                        continue;
-                    }
-                    self.repeats_hash = true;
-                }
+        sort_u64(keys, check_interrupts);
+        if let Some(refuse) = refuse {
+            let hashes = keys.chunk_by(|x, y| x >> 32 == y >> 32).count();
+            refuse(hashes)?;
+        }
+        reserve(&mut self.items, keys.len(), "the shingles of a text")?;
+        match windows {
+            Some(_) => {
+                self.repeats_hash = distinct(
+                    keys,
+                    bytes,
+                    &mut self.items,
+                    |i| (i as u32, (i + n) as u32),
+                    check_interrupts,
+                )
             }
-            self.items.push(item);
+            None => {
+                self.repeats_hash =
+                    distinct(keys, bytes, &mut self.items, |i| spans[i], check_interrupts)
+            }
         }
         if self.repeats_hash {
             // a collision inside this document (rare): the ordered merge needs (hash, bytes)
             // order, with each shingle once in a run of equal hashes
-            self.items
-                .sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| text(x).cmp(text(y))));
-            self.items.dedup_by(|x, y| x.0 == y.0 && text(x) == text(y));
+            if let Err(e) = dedup_collisions(&mut self.items, bytes, check_interrupts) {
+                self.items.clear();
+                return Err(e);
+            }
         }
+        Ok(())
+    }
+
+    /// [`ShingleSet::try_rebuild`], reporting an error through [`CapacityError::fail`].
+    pub fn rebuild(&mut self, doc: &str, shingling: Shingling, check_interrupts: &mut dyn FnMut()) {
+        self.try_rebuild(doc, shingling, check_interrupts)
+            .unwrap_or_else(|e| e.fail())
+    }
+
+    /// The distinct shingles, in no particular order.
+    pub fn shingles(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.items
+            .iter()
+            .map(|&(_, s, e)| &self.norm[s as usize..e as usize])
+    }
+
+    /// The distinct shingles sorted by code point (UTF-8 byte order), as `shingles()` returns
+    /// them.
+    pub fn try_into_sorted(
+        mut self,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<SortedShingles, CapacityError> {
+        let bytes = self.norm.as_bytes();
+        let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
+        sort_by(
+            &mut self.items,
+            |x, y| text(x).cmp(text(y)),
+            check_interrupts,
+        )?;
+        Ok(SortedShingles {
+            norm: self.norm,
+            items: self.items,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -170,12 +270,94 @@ impl ShingleSet {
     }
 }
 
+/// The distinct shingles of a document in code-point order (see [`ShingleSet::try_into_sorted`]).
+pub struct SortedShingles {
+    norm: String,
+    items: Vec<(u32, u32, u32)>,
+}
+
+impl SortedShingles {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.items
+            .iter()
+            .map(|&(_, s, e)| &self.norm[s as usize..e as usize])
+    }
+}
+
+/// Puts each run of equal hashes of `items` (in hash order) in byte order, with each shingle
+/// once: runs are a few items long, unless someone made many shingles collide on purpose.
+fn dedup_collisions(
+    items: &mut Vec<(u32, u32, u32)>,
+    bytes: &[u8],
+    check_interrupts: &mut dyn FnMut(),
+) -> Result<(), CapacityError> {
+    let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
+    let (mut start, mut kept) = (0, 0);
+    while start < items.len() {
+        let hash = items[start].0;
+        let end = start + items[start..].iter().take_while(|x| x.0 == hash).count();
+        if end - start > 1 {
+            sort_by(
+                &mut items[start..end],
+                |x, y| text(x).cmp(text(y)),
+                check_interrupts,
+            )?;
+        }
+        for i in start..end {
+            if i == start || text(&items[i]) != text(&items[kept - 1]) {
+                items[kept] = items[i];
+                kept += 1;
+            }
+        }
+        start = end;
+    }
+    items.truncate(kept);
+    Ok(())
+}
+
+/// Appends to `items` each distinct shingle of the sorted `keys` once, as (hash, start, end),
+/// where `span(ordinal)` is the span of a key's shingle in `bytes`; returns whether two
+/// different shingles share a hash. `items` has room for every key. Interrupts are checked
+/// every [`HASH_BATCH`] keys: a repeated shingle is compared with the one kept, which lies
+/// anywhere in the text, so a long repetitive text takes seconds here.
+#[inline(always)]
+fn distinct(
+    keys: &[u64],
+    bytes: &[u8],
+    items: &mut Vec<(u32, u32, u32)>,
+    span: impl Fn(usize) -> (u32, u32),
+    check_interrupts: &mut dyn FnMut(),
+) -> bool {
+    let text = |&(_, s, e): &(u32, u32, u32)| &bytes[s as usize..e as usize];
+    let mut repeats_hash = false;
+    for batch in keys.chunks(HASH_BATCH) {
+        for &key in batch {
+            let (s, e) = span(key as u32 as usize);
+            let item = ((key >> 32) as u32, s, e);
+            if let Some(last) = items.last() {
+                if last.0 == item.0 {
+                    if text(last) == text(&item) {
+                        continue;
+                    }
+                    repeats_hash = true;
+                }
+            }
+            items.push(item);
+        }
+        if batch.len() == HASH_BATCH {
+            check_interrupts();
+        }
+    }
+    repeats_hash
+}
+
 /// Shingle sets of recently seen documents, so that verifying many candidate pairs shingles
 /// each document once rather than once per pair. Keyed by a hash of the raw text and the
 /// shingling; a hit is confirmed by comparing the whole text, so results stay exact. Bounded:
-/// when an insertion would pass `capacity` bytes the cache starts over.
+/// when an insertion would pass `capacity` bytes the cache starts over, and a document larger
+/// than the whole cache is used without being kept.
 pub struct ShingleCache {
-    entries: HashMap<(u64, Shingling), (Box<str>, ShingleSet)>,
+    entries: HashMap<(u64, Shingling), (String, ShingleSet)>,
     bytes: usize,
     capacity: usize,
 }
@@ -199,46 +381,57 @@ impl ShingleCache {
     }
 
     /// Exact Jaccard similarity of two documents, through the cache.
-    pub fn jaccard(
+    pub fn try_jaccard(
         &mut self,
         a: &str,
         b: &str,
         shingling: Shingling,
         check_interrupts: &mut dyn FnMut(),
-    ) -> f64 {
+    ) -> Result<f64, CapacityError> {
         // any good 64-bit hash of the text serves as a key; hits are confirmed byte for byte
-        let text_key = |doc: &str| mur3::murmurhash3_x64_128(doc.as_bytes(), 0).0;
-        let (ka, kb) = ((text_key(a), shingling), (text_key(b), shingling));
-        for (key, doc) in [(ka, a), (kb, b)] {
-            if !self.entries.contains_key(&key) {
-                let set = ShingleSet::new(doc, shingling, check_interrupts);
-                let size = set.heap_bytes() + doc.len();
-                if self.bytes + size > self.capacity {
-                    self.clear();
-                }
-                self.bytes += size;
-                self.entries.insert(key, (doc.into(), set));
+        let key = |doc: &str| (mur3::murmurhash3_x64_128(doc.as_bytes(), 0).0, shingling);
+        let mut uncached = [None, None];
+        for (slot, doc) in [a, b].into_iter().enumerate() {
+            if self.entries.contains_key(&key(doc)) {
+                continue;
             }
+            let set = ShingleSet::try_new(doc, shingling, check_interrupts)?;
+            let size = set.heap_bytes() + doc.len();
+            if size > self.capacity {
+                uncached[slot] = Some(set);
+                continue;
+            }
+            if self.bytes + size > self.capacity {
+                self.clear();
+            }
+            reserve_map(&mut self.entries, 1, "the shingle cache")?;
+            let text = copy_str(doc, "the shingle cache")?;
+            self.bytes += size;
+            self.entries.insert(key(doc), (text, set));
         }
-        let cached = |key, doc: &str| {
+        let cached = |doc: &str| {
             self.entries
-                .get(&key)
-                .filter(|(text, _)| &**text == doc)
+                .get(&key(doc))
+                .filter(|(text, _)| text == doc)
                 .map(|(_, set)| set)
         };
-        match (cached(ka, a), cached(kb, b)) {
-            (Some(x), Some(y)) => x.jaccard(y),
-            // a different text with the same 64-bit hash, or evicted by the other insertion
-            _ => ShingleSet::new(a, shingling, check_interrupts).jaccard(&ShingleSet::new(
-                b,
-                shingling,
-                check_interrupts,
-            )),
-        }
+        let [ua, ub] = &uncached;
+        Ok(
+            match (
+                ua.as_ref().or_else(|| cached(a)),
+                ub.as_ref().or_else(|| cached(b)),
+            ) {
+                (Some(x), Some(y)) => x.jaccard(y),
+                // a different text with the same 64-bit hash, or evicted by the other insertion
+                _ => ShingleSet::try_new(a, shingling, check_interrupts)?
+                    .jaccard(&ShingleSet::try_new(b, shingling, check_interrupts)?),
+            },
+        )
     }
 }
 
 /// Exact Jaccard similarity of the shingle sets of two documents.
+#[cfg(test)]
 pub fn jaccard(a: &str, b: &str, shingling: Shingling) -> f64 {
     let mut none = || {};
     ShingleSet::new(a, shingling, &mut none).jaccard(&ShingleSet::new(b, shingling, &mut none))
@@ -351,22 +544,29 @@ mod tests {
         for _ in 0..3 {
             for a in docs {
                 for b in docs {
-                    assert_eq!(cache.jaccard(a, b, chars, &mut || {}), jaccard(a, b, chars));
+                    assert_eq!(
+                        cache.try_jaccard(a, b, chars, &mut || {}).unwrap(),
+                        jaccard(a, b, chars)
+                    );
                     assert!(cache.bytes <= 600, "{}", cache.bytes);
                 }
             }
         }
         let words = Shingling::new(1, "word").unwrap();
         assert_eq!(
-            cache.jaccard(docs[0], docs[1], words, &mut || {}),
+            cache
+                .try_jaccard(docs[0], docs[1], words, &mut || {})
+                .unwrap(),
             jaccard(docs[0], docs[1], words)
         );
         // a capacity below one document still answers, uncached
         let mut tiny = ShingleCache::new(1);
         assert_eq!(
-            tiny.jaccard(docs[0], docs[1], chars, &mut || {}),
+            tiny.try_jaccard(docs[0], docs[1], chars, &mut || {})
+                .unwrap(),
             jaccard(docs[0], docs[1], chars)
         );
+        assert!(tiny.is_empty());
     }
 
     fn words(n: i32) -> Shingling {

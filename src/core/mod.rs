@@ -3,8 +3,11 @@
 //! The pipeline is `normalize` -> `shingle` -> `hash` -> `signature` -> `bands`; `jaccard`
 //! is the exact measure the signatures estimate, and `params` holds the argument ranges and the
 //! LSH probability maths. The SQL layer (`crate::sql`) only converts, validates and reports.
+//! Every allocation that grows with the input goes through `capacity` (fallible) and every long
+//! sort through `sort` (interruptible).
 
 pub mod bands;
+pub mod capacity;
 pub mod components;
 pub mod dedup;
 pub mod hash;
@@ -15,6 +18,7 @@ pub mod shingle;
 pub mod signature;
 mod simd;
 pub mod sketch;
+pub mod sort;
 
 #[cfg(any(test, feature = "pg_test"))]
 pub mod testing;

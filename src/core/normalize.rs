@@ -1,7 +1,13 @@
 //! Text normalization: Unicode lowercase, whitespace runs folded to one space, trimmed.
 
+use super::capacity::{reserve, reserve_str, CapacityError};
+
+/// Non-ASCII text is checked for interrupts every this many bytes (the ASCII paths run at
+/// gigabytes a second, so a whole text of up to 1 GB stays within a second).
+const CHECK_EVERY: usize = 1 << 20;
+
 /// Writes the normalized form of `text` into `out` (cleared first), so callers can reuse one
-/// buffer across documents.
+/// buffer across documents. `out` is grown fallibly.
 ///
 /// Lowercasing is Rust's `str::to_lowercase`: the Unicode default full case mapping, including
 /// the context-dependent final sigma. Whitespace is Unicode `White_Space`. Lowercasing a word on
@@ -10,23 +16,79 @@
 ///
 /// Returns whether the normalized text is ASCII, which callers use to cut it into character
 /// n-grams by bytes without checking it again.
-pub fn normalize_into(text: &str, out: &mut String) -> bool {
-    if normalize_ascii_into(text.as_bytes(), out) {
-        return true;
+pub fn normalize_into(
+    text: &str,
+    out: &mut String,
+    check_interrupts: &mut dyn FnMut(),
+) -> Result<bool, CapacityError> {
+    if normalize_ascii_into(text.as_bytes(), out)? {
+        return Ok(true);
     }
     out.clear();
-    out.reserve(text.len());
+    reserve_str(out, text.len(), "the normalized text")?;
+    let mut next_check = CHECK_EVERY;
     for word in text.split_whitespace() {
+        // a word lowercases to at most 3/2 of its bytes (see the test), plus the space
+        reserve_str(out, word.len() + word.len() / 2 + 1, "the normalized text")?;
         if !out.is_empty() {
             out.push(' ');
         }
         if word.is_ascii() {
             out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
         } else {
-            out.push_str(&word.to_lowercase());
+            push_lowercase(word, out);
+        }
+        if out.len() >= next_check {
+            check_interrupts();
+            next_check = out.len() + CHECK_EVERY;
         }
     }
-    out.is_ascii()
+    Ok(out.is_ascii())
+}
+
+/// Appends `word.to_lowercase()` to `out` without the copy of the word `to_lowercase`
+/// allocates: character by character, with the capital sigma decided as `to_lowercase` decides
+/// it.
+fn push_lowercase(word: &str, out: &mut String) {
+    for (i, c) in word.char_indices() {
+        if c == 'Σ' {
+            out.push(if is_final_sigma(word, i) { 'ς' } else { 'σ' });
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+}
+
+/// Whether the capital sigma at byte `i` of `word` lowercases to the final form: Unicode's
+/// Final_Sigma condition as `str::to_lowercase` applies it (a cased letter before it and none
+/// after it, case-ignorable characters skipped on both sides).
+fn is_final_sigma(word: &str, i: usize) -> bool {
+    cased_after_ignorables(word[..i].chars().rev())
+        && !cased_after_ignorables(word[i + 'Σ'.len_utf8()..].chars())
+}
+
+/// Whether the first character of `chars` that is not case-ignorable is cased. The standard
+/// library keeps those two properties private, but `to_lowercase` of a sigma after `c` shows
+/// them: "A{c}Σ" ends in ς when `c` is case-ignorable or cased, and "1{c}Σ" when `c` is cased
+/// and not case-ignorable ('A' is cased, '1' is not, and neither is case-ignorable).
+fn cased_after_ignorables(chars: impl Iterator<Item = char>) -> bool {
+    let final_after = |before: char, c: char| {
+        let mut buf = [0u8; 12];
+        let a = before.encode_utf8(&mut buf).len();
+        let b = c.encode_utf8(&mut buf[a..]).len();
+        let s = 'Σ'.encode_utf8(&mut buf[a + b..]).len();
+        let probe = std::str::from_utf8(&buf[..a + b + s]).expect("UTF-8 just written");
+        probe.to_lowercase().ends_with('ς')
+    };
+    for c in chars {
+        if final_after('1', c) {
+            return true;
+        }
+        if !final_after('A', c) {
+            return false;
+        }
+    }
+    false
 }
 
 /// The same for ASCII text (most text), 64 bytes at a time: a bitmask of the chunk's whitespace
@@ -36,15 +98,18 @@ pub fn normalize_into(text: &str, out: &mut String) -> bool {
 /// elsewhere the text is checked first and the kept runs are copied by a loop the compiler
 /// vectorizes. Every path gives the same bytes. Returns false, with `out` empty, when `text` is
 /// not ASCII.
-fn normalize_ascii_into(text: &[u8], out: &mut String) -> bool {
+fn normalize_ascii_into(text: &[u8], out: &mut String) -> Result<bool, CapacityError> {
     let mut bytes = std::mem::take(out).into_bytes();
-    let ascii = normalize_ascii_fastest(text, &mut bytes);
+    bytes.clear();
+    // the paths below reserve the same, which then allocates nothing
+    let reserved = reserve(&mut bytes, text.len() + 64, "the normalized text");
+    let ascii = reserved.is_ok() && normalize_ascii_fastest(text, &mut bytes);
     if !ascii {
         bytes.clear();
     }
     // SAFETY: `bytes` is empty or was checked to be ASCII above, so it is UTF-8.
     *out = unsafe { String::from_utf8_unchecked(bytes) };
-    ascii
+    reserved.map(|()| ascii)
 }
 
 /// The widest path this CPU has; false when `text` is not ASCII.
@@ -166,9 +231,10 @@ fn normalize_ascii_chunks(text: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The normalized form of `text`.
+#[cfg(test)]
 pub fn normalize(text: &str) -> String {
     let mut out = String::new();
-    normalize_into(text, &mut out);
+    normalize_into(text, &mut out, &mut || {}).expect("a test text fits");
     out
 }
 
@@ -182,9 +248,12 @@ mod tests {
             let mut text = "Ab ".repeat(80);
             text.insert(at, 'é');
             let mut out = String::from("stale");
-            assert!(!normalize_ascii_into(text.as_bytes(), &mut out), "at {at}");
+            assert!(
+                !normalize_ascii_into(text.as_bytes(), &mut out).unwrap(),
+                "at {at}"
+            );
             assert_eq!(out, "");
-            assert!(!normalize_into(&text, &mut out));
+            assert!(!normalize_into(&text, &mut out, &mut || {}).unwrap());
             assert_eq!(
                 out,
                 text.to_lowercase()
@@ -253,5 +322,43 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(normalize(input), expected, "normalize({input:?})");
         }
+    }
+
+    #[test]
+    fn lowercase_grows_a_character_by_at_most_half() {
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            let lower: usize = c.to_lowercase().map(char::len_utf8).sum();
+            assert!(lower <= c.len_utf8() * 3 / 2, "{c:?}");
+        }
+    }
+
+    /// The capital sigma among letters, digits and case-ignorable characters of every kind
+    /// (apostrophe and full stop, a combining mark, a modifier letter, a format character,
+    /// U+0345 which is both cased and case-ignorable, a titlecase letter).
+    #[test]
+    fn words_lowercase_as_to_lowercase_does() {
+        let parts = [
+            "Σ", "A", "a", "1", "'", ".", "\u{301}", "\u{2C6}", "\u{AD}", "\u{345}", "ῼ", "日",
+            "İ", "ΑΣ", "ß",
+        ];
+        let mut rng = crate::core::testing::Rng(5);
+        for _ in 0..20_000 {
+            let len = 1 + rng.below(8) as usize;
+            let word: String = (0..len)
+                .map(|_| parts[rng.below(parts.len() as u64) as usize])
+                .collect();
+            let mut got = String::new();
+            push_lowercase(&word, &mut got);
+            assert_eq!(got, word.to_lowercase(), "{word:?}");
+        }
+    }
+
+    #[test]
+    fn long_non_ascii_texts_are_checked_for_interrupts() {
+        // 3 * CHECK_EVERY - 1 bytes out: a check after each CHECK_EVERY of them
+        let text = "é ".repeat(CHECK_EVERY);
+        let mut calls = 0;
+        normalize_into(&text, &mut String::new(), &mut || calls += 1).unwrap();
+        assert_eq!(calls, 2);
     }
 }

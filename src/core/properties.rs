@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use super::jaccard::jaccard;
+use super::jaccard::{jaccard, ShingleSet};
 use super::normalize::normalize;
 use super::params::Shingling;
 use super::shingle::distinct_shingles;
@@ -87,5 +87,8 @@ proptest! {
         let set = distinct_shingles(&norm, sh);
         prop_assert!(set.windows(2).all(|w| w[0] < w[1]));
         prop_assert_eq!(set.is_empty(), norm.is_empty());
+        let sorted = ShingleSet::try_new(&s, sh, &mut || {}).unwrap().try_into_sorted(&mut || {});
+        let sorted = sorted.unwrap();
+        prop_assert_eq!(sorted.iter().collect::<Vec<_>>(), set);
     }
 }

@@ -59,7 +59,10 @@ pub fn byte_windows(norm: &str, ascii: bool, shingling: Shingling) -> Option<usi
     (shingling.unit == Unit::Char && ascii && norm.len() > n).then(|| norm.len() - n + 1)
 }
 
-/// The distinct shingles of `norm`, sorted by code point (UTF-8 byte order).
+/// The distinct shingles of `norm`, sorted by code point (UTF-8 byte order): the definition
+/// [`ShingleSet::try_into_sorted`](super::jaccard::ShingleSet::try_into_sorted) is tested
+/// against.
+#[cfg(test)]
 pub fn distinct_shingles(norm: &str, shingling: Shingling) -> Vec<&str> {
     let mut out = Vec::new();
     for_each_shingle(norm, shingling, |(s, e)| out.push(&norm[s..e]));

@@ -1,6 +1,7 @@
 //! MinHash signatures: slot `i` is the minimum over a document's shingles of
 //! `permute(XOR[i], MUL[i], shingle_hash(shingle))`, a 32-bit value.
 
+use super::capacity::CapacityError;
 use super::hash::{permute, shingle_hash, window_hashes, PERMUTATIONS};
 use super::normalize::normalize_into;
 use super::params::{Shingling, MAX_K};
@@ -24,16 +25,17 @@ pub struct Signer {
 
 impl Signer {
     /// The `k`-slot signature of `doc`. `check_interrupts` is called between batches of
-    /// shingles so a long document can be cancelled; it may unwind.
-    pub fn signature(
+    /// shingles so a long document can be cancelled; it may unwind. The only allocation that
+    /// grows with the document is the normalized text, and it is made fallibly.
+    pub fn try_signature(
         &mut self,
         doc: &str,
         k: usize,
         shingling: Shingling,
         check_interrupts: &mut dyn FnMut(),
-    ) -> Vec<u32> {
+    ) -> Result<Vec<u32>, CapacityError> {
         assert!((1..=MAX_K).contains(&k), "k out of range");
-        let ascii = normalize_into(doc, &mut self.norm);
+        let ascii = normalize_into(doc, &mut self.norm, check_interrupts)?;
         let padded = k.div_ceil(LANES) * LANES;
         self.mins.clear();
         self.mins.resize(padded, EMPTY_SLOT);
@@ -62,7 +64,19 @@ impl Signer {
             });
             update_mins(mins, hashes);
         }
-        mins[..k].to_vec()
+        Ok(mins[..k].to_vec())
+    }
+
+    /// [`Signer::try_signature`], reporting an error through [`CapacityError::fail`].
+    pub fn signature(
+        &mut self,
+        doc: &str,
+        k: usize,
+        shingling: Shingling,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Vec<u32> {
+        self.try_signature(doc, k, shingling, check_interrupts)
+            .unwrap_or_else(|e| e.fail())
     }
 }
 

@@ -6,7 +6,7 @@ use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
 use crate::core::bands::band_keys;
-use crate::core::components::components;
+use crate::core::components::try_components;
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::{check_k, Banding, Shingling};
 use crate::core::signature::EMPTY_SLOT;
@@ -120,7 +120,7 @@ fn minhash_components(
             None,
         );
     }
-    TableIterator::new(components(id_a.into_iter().zip(id_b)))
+    TableIterator::new(try_components(id_a.into_iter().zip(id_b), &mut interrupts).or_raise())
 }
 
 /// Reads the `(id, text)` rows `rows_query` returns into a [`Corpus`] for the search of the
@@ -155,7 +155,9 @@ fn load_corpus(
             let mut cursor = client.find_cursor(&cursor_name)?;
             let table = cursor.fetch(FETCH_ROWS.into())?;
             let fetched = table.len();
-            for_each_row(table, |id, text| corpus.add(id, text, &mut interrupts))?;
+            for_each_row(table, |id, text| {
+                corpus.add(id, text, &mut interrupts).or_raise()
+            })?;
             // keep the cursor open for the next session; the last one closes it
             Ok((
                 fetched,
@@ -224,7 +226,8 @@ fn spi_failed(e: pgrx::spi::Error) -> ! {
 }
 
 /// Internal to `minhash_duplicates`: every verified pair among the `(id bigint, text)` rows of
-/// `rows_query` (run with the caller's rights), ordered by `(id_a, id_b)`.
+/// `rows_query` (run with the caller's rights), ordered by `(id_a, id_b)`. The pairs are made
+/// one per call (`core::dedup::Pairs`), never held all at once.
 #[pg_extern(stable, strict, parallel_safe)]
 #[allow(clippy::too_many_arguments)]
 fn _minhash_search_pairs(
@@ -237,7 +240,7 @@ fn _minhash_search_pairs(
     threshold: f64,
 ) -> TableIterator<'static, (name!(id_a, i64), name!(id_b, i64), name!(similarity, f64))> {
     let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
-    TableIterator::new(corpus.duplicates(&mut interrupts))
+    TableIterator::new(corpus.duplicates(interrupts).or_raise())
 }
 
 /// Internal to `minhash_clusters`: the clusters of the verified pairs among the rows of
@@ -254,7 +257,7 @@ fn _minhash_search_clusters(
     threshold: f64,
 ) -> TableIterator<'static, (name!(id, i64), name!(cluster_id, i64))> {
     let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
-    TableIterator::new(corpus.clusters(&mut interrupts))
+    TableIterator::new(corpus.clusters(&mut interrupts).or_raise())
 }
 
 /// Internal to `minhash_index_create`: records that the band table `band` of `tbl` goes with

@@ -3,6 +3,7 @@
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
+use crate::core::capacity::CapacityError;
 use crate::core::params::ParamError;
 
 /// Raises an ERROR with `code`, `message` and an optional hint; never returns.
@@ -30,4 +31,27 @@ impl<T> OrRaise<T> for Result<T, ParamError> {
             )
         })
     }
+}
+
+impl<T> OrRaise<T> for Result<T, CapacityError> {
+    fn or_raise(self) -> T {
+        self.unwrap_or_else(|e| raise_capacity(e))
+    }
+}
+
+/// Raises 53200 out_of_memory for a failed allocation, 54000 program_limit_exceeded for a
+/// result over a hard limit. Also the core's handler for the functions that keep an infallible
+/// signature (see [`install_capacity_handler`]).
+pub fn raise_capacity(e: CapacityError) -> ! {
+    let code = match e {
+        CapacityError::OutOfMemory { .. } => PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        CapacityError::TooLarge { .. } => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+    };
+    raise(code, e.to_string(), None)
+}
+
+/// Makes a capacity error in the core's infallible functions (`Signer::signature`,
+/// `ShingleSet::new`, ...) raise its SQLSTATE instead of panicking. Called from `_PG_init`.
+pub fn install_capacity_handler() {
+    crate::core::capacity::set_handler(raise_capacity);
 }
