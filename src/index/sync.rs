@@ -265,6 +265,31 @@ fn row_entry(row: &Row<'_>, cfg: &IndexConfig) -> Option<(Vec<i64>, BandSketch)>
     band_entry(doc, cfg.k, cfg.shingling, cfg.banding)
 }
 
+/// Calls `f` with each row of `table`; for an UPDATE (`pairs` = (old, new)), with the old
+/// (`side` 0) or new (`side` 1) row of each pair whose id or text changed.
+///
+/// # Safety
+/// `table` and `pairs` are transition tables of this trigger event.
+unsafe fn for_each_changed_row(
+    data: &pg_sys::TriggerData,
+    cfg: &IndexConfig,
+    table: *mut pg_sys::Tuplestorestate,
+    pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
+    side: usize,
+    mut f: impl FnMut(&Row<'_>),
+) {
+    let tables = pairs.map_or([table, std::ptr::null_mut()], |(old, new)| [old, new]);
+    // SAFETY: per the contract.
+    let mut rows = unsafe { TransitionRows::open(data, cfg, tables) };
+    while rows.advance() {
+        if pairs.is_some() && rows.unchanged() {
+            continue;
+        }
+        f(&rows.row(side));
+    }
+    rows.close();
+}
+
 /// Adds the band rows of the rows of `new` (for an UPDATE, `pairs` = (old, new), only of the
 /// rows whose id or text changed).
 ///
@@ -277,39 +302,35 @@ unsafe fn insert_band_rows(
     new: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
 ) {
-    let tables = pairs.map_or([new, std::ptr::null_mut()], |(old, new)| [old, new]);
-    let which = usize::from(pairs.is_some());
-    // SAFETY: per the contract.
-    let mut rows = unsafe { TransitionRows::open(data, cfg, tables) };
     let mut writer = band.writer();
-    while rows.advance() {
-        if pairs.is_some() && rows.unchanged() {
-            continue;
-        }
-        let row = rows.row(which);
-        let Some((keys, sketch)) = row_entry(&row, cfg) else {
-            continue;
-        };
-        // the band table's id column is NOT NULL, as an INSERT into it would say
-        let Some(id) = row.id else {
-            raise(
-                PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
-                format!(
-                    "null value in column \"id\" of relation \"{}\" violates not-null constraint",
-                    relation_name(cfg.band_table)
-                ),
-                Some(format!(
-                    "Rows of {} with a text need an id.",
-                    regclass_name(band.tbl)
-                )),
-            );
-        };
-        for key in keys {
-            writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
-        }
+    let side = usize::from(pairs.is_some());
+    // SAFETY: per the contract.
+    unsafe {
+        for_each_changed_row(data, cfg, new, pairs, side, |row| {
+            let Some((keys, sketch)) = row_entry(row, cfg) else {
+                return;
+            };
+            // the band table's id column is NOT NULL, as an INSERT into it would say
+            let Some(id) = row.id else {
+                raise(
+                    PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
+                    format!(
+                        "null value in column \"id\" of relation \"{}\" violates not-null \
+                         constraint",
+                        relation_name(cfg.band_table)
+                    ),
+                    Some(format!(
+                        "Rows of {} with a text need an id.",
+                        regclass_name(band.tbl)
+                    )),
+                );
+            };
+            for key in keys {
+                writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
+            }
+        });
     }
     writer.close();
-    rows.close();
 }
 
 /// Removes the band rows of the rows of `old` (for an UPDATE, `pairs` = (old, new), only of the
@@ -324,28 +345,23 @@ unsafe fn delete_band_rows(
     old: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
 ) {
-    let tables = pairs.map_or([old, std::ptr::null_mut()], |(old, new)| [old, new]);
-    // SAFETY: per the contract.
-    let mut rows = unsafe { TransitionRows::open(data, cfg, tables) };
     let (mut ids, mut keys) = (Vec::new(), Vec::new());
-    while rows.advance() {
-        if pairs.is_some() && rows.unchanged() {
-            continue;
-        }
-        let row = rows.row(0);
-        let (Some(id), Some((row_keys, _))) = (row.id, row_entry(&row, cfg)) else {
-            continue;
-        };
-        for key in row_keys {
-            ids.push(id);
-            keys.push(key);
-        }
-        if ids.len() >= DELETE_BATCH {
-            band.delete(&mut ids, &mut keys);
-        }
+    // SAFETY: per the contract.
+    unsafe {
+        for_each_changed_row(data, cfg, old, pairs, 0, |row| {
+            let (Some(id), Some((row_keys, _))) = (row.id, row_entry(row, cfg)) else {
+                return;
+            };
+            for key in row_keys {
+                ids.push(id);
+                keys.push(key);
+            }
+            if ids.len() >= DELETE_BATCH {
+                band.delete(&mut ids, &mut keys);
+            }
+        });
     }
     band.delete(&mut ids, &mut keys);
-    rows.close();
 }
 
 /// An indexed table's band table, open and locked for writing.
