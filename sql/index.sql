@@ -315,7 +315,8 @@ END $$;
 --
 -- minhash_ddl_altered (ddl_command_end, ALTER TABLE): the catalog names the id and text
 -- columns, so an ALTER TABLE that drops, renames or retypes either of them is refused (it
--- would make every later INSERT and UPDATE fail); the index has to be dropped first.
+-- would make every later INSERT and UPDATE fail); the index has to be dropped first. A new
+-- owner of the table becomes the owner of its band table too.
 --
 -- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
 -- ordinary indexes: the band table (dropped with the table through its dependency, or here if
@@ -329,6 +330,7 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes;
     bad name;
+    table_owner oid;
     dropped_name text;
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
@@ -357,6 +359,14 @@ BEGIN
                                           cfg.id_column, cfg.text_column),
                           HINT = format('Drop the index first with minhash_index_drop(%L), and '
                                         'create it again afterwards.', cfg.tbl);
+            END IF;
+            -- ALTER TABLE ... OWNER TO: the band table follows its table's owner (the sync
+            -- trigger writes it as that owner and refuses a band table of anyone else)
+            SELECT t.relowner INTO table_owner FROM pg_class t WHERE t.oid = cfg.tbl;
+            IF EXISTS (SELECT FROM pg_class b WHERE b.oid = cfg.band_table
+                       AND b.relowner <> table_owner) THEN
+                EXECUTE format('ALTER TABLE %s OWNER TO %I', cfg.band_table,
+                               pg_get_userbyid(table_owner));
             END IF;
         END LOOP;
         RETURN;

@@ -94,6 +94,47 @@ DROP TABLE owned;
 RESET ROLE;
 SELECT * FROM pg_temp.leftovers('public.owned');
 
+-- ALTER SCHEMA ... RENAME: nothing names the schema (the catalog holds OIDs), so every write
+-- and lookup goes on working, in this session (whose cached lookups name the old schema) too.
+CREATE SCHEMA s1;
+CREATE TABLE s1.renamed (id int PRIMARY KEY, body text);
+INSERT INTO s1.renamed VALUES (1, 'a row before the rename'), (2, 'a row before the rename!');
+SELECT minhash_index_create('s1.renamed', 'id', 'body') IS NOT NULL AS created;
+SELECT id FROM minhash_similar('s1.renamed', 'a row before the rename?') ORDER BY id;
+ALTER SCHEMA s1 RENAME TO s2;
+INSERT INTO s2.renamed VALUES (3, 'a row after the rename');
+UPDATE s2.renamed SET body = 'a row rewritten after the rename' WHERE id = 3;
+DELETE FROM s2.renamed WHERE id = 2;
+SELECT id FROM minhash_similar('s2.renamed', 'a row before the rename?') ORDER BY id;
+SELECT * FROM minhash_index_check('s2.renamed');
+TRUNCATE s2.renamed;
+SELECT * FROM minhash_index_check('s2.renamed');
+DROP SCHEMA s2 CASCADE;
+
+-- ALTER TABLE ... OWNER TO: the band table follows, stays private, and the index keeps working
+-- for the new owner; the old owner keeps no right on either.
+CREATE TABLE moved (id int PRIMARY KEY, body text);
+ALTER TABLE moved OWNER TO regress_minhash_ddl;
+SELECT minhash_index_create('moved', 'id', 'body') IS NOT NULL AS created;
+ALTER TABLE moved OWNER TO regress_minhash_other;
+SELECT pg_get_userbyid(relowner) AS band_table_owner,
+       relacl IS NULL OR relacl = acldefault('r', relowner) AS band_table_private
+FROM pg_class WHERE oid = 'moved_minhash_bands'::regclass;
+INSERT INTO moved VALUES (1, 'a row written after the owner changed');
+UPDATE moved SET body = 'a row rewritten after the owner changed' WHERE id = 1;
+SET ROLE regress_minhash_other;
+SELECT * FROM minhash_index_check('moved');
+SELECT minhash_index_rebuild('moved') AS rows_read;
+RESET ROLE;
+SET ROLE regress_minhash_ddl;
+SELECT try($$TRUNCATE moved_minhash_bands$$);
+SELECT try($$SELECT minhash_index_rebuild('moved')$$);
+RESET ROLE;
+SET ROLE regress_minhash_other;
+SELECT minhash_index_drop('moved');
+DROP TABLE moved;
+RESET ROLE;
+
 -- The band table goes with its table through its dependency, even if it was given to another
 -- role since (as an index would); the catalog row goes too.
 SET ROLE regress_minhash_ddl;
