@@ -593,7 +593,7 @@ fn _minhash_direct_reads(
 
 /// What the trigger was created with: `(column, threshold, mode)`.
 enum FlagMode {
-    /// Set this column (attribute number, type) of the new row to the most similar row's id.
+    /// Set this column (attribute number, type) of the new row to the original's id.
     Flag(usize, pg_sys::Oid, i32),
     /// Refuse near-duplicates.
     Reject,
@@ -601,8 +601,11 @@ enum FlagMode {
 
 /// Trigger function for `BEFORE INSERT OR UPDATE ... FOR EACH ROW`, with arguments `(column,
 /// threshold, mode)`: in `'flag'` mode (the default) `column` of the new row gets the id of the
-/// most similar other row at or above `threshold` (default: the index's), or NULL; in
-/// `'reject'` mode such a row is refused with SQLSTATE 23505.
+/// original, the row with the smallest id among the other rows at or above `threshold`
+/// (NULL, `'null'` or `''`: the index's), or NULL; in `'reject'` mode such a row is refused
+/// with SQLSTATE 23505. An UPDATE is checked again only when it changes the text (byte for
+/// byte), so a flag set or cleared by hand stays as it is; a row is never compared with itself,
+/// under its old id or its new one.
 #[pg_trigger]
 fn minhash_flag_duplicate<'a>(
     trigger: &'a PgTrigger<'a>,
@@ -639,30 +642,45 @@ fn minhash_flag_duplicate<'a>(
     } else {
         data.tg_trigtuple
     };
+    if update && text_unchanged(data) {
+        return Ok(Some(
+            trigger
+                .new()
+                .expect("UPDATE row triggers have a new row")
+                .into_owned(),
+        ));
+    }
     let (id_column, mode, threshold, best, may_see) = Spi::connect(|client| {
         let cfg = IndexConfig::get(client, trigger.trigger().tgfoid, tbl);
         let mode = mode.unwrap_or_else(|| {
             let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
             FlagMode::Flag(attno, typid, typmod)
         });
-        let threshold = checked_threshold(arg(1).map(float8_in), cfg.threshold);
+        let threshold = arg(1)
+            .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
+            .map(float8_in);
+        let threshold = checked_threshold(threshold, cfg.threshold);
         let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
         let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
-        // SAFETY: the attribute numbers and types come from this tuple's descriptor.
-        let (doc, self_id) = unsafe {
+        // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
+        // UPDATE's old row (tg_trigtuple) has the same descriptor.
+        let (doc, own_ids) = unsafe {
+            let old_id = update
+                .then(|| id_attribute(data.tg_trigtuple, tupdesc, id_attno, id_type))
+                .flatten();
             (
                 text_attribute(tuple, tupdesc, text_attno),
-                id_attribute(tuple, tupdesc, id_attno, id_type),
+                [id_attribute(tuple, tupdesc, id_attno, id_type), old_id],
             )
         };
         // Like a constraint, the trigger sees every row, whoever writes: it reads as the
-        // table's owner (see `owner`).
+        // table's owner (see `owner`). The original is the matching row with the smallest id.
         let best = doc.and_then(|doc| {
-            let exclude = if update { self_id } else { None };
             as_owner(relation_owner(tbl), || {
-                cfg.similar(client, doc, threshold, exclude)
+                cfg.similar(client, doc, threshold, None)
                     .into_iter()
-                    .next()
+                    .filter(|(id, _)| !own_ids.contains(&Some(*id)))
+                    .min_by_key(|&(id, _)| id)
             })
         });
         (
@@ -717,6 +735,32 @@ const FLAG_HINT: &str =
     "The first trigger argument names the column that receives the duplicate's id.";
 pub(super) const COLUMNS_HINT: &str =
     "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
+
+/// Whether an UPDATE's new row has the same text column bytes as its old row, for the index of
+/// the trigger's table (false if the table has no index: the lookup then says so).
+fn text_unchanged(data: &pg_sys::TriggerData) -> bool {
+    // SAFETY: a row trigger's relation is open while it fires; an UPDATE row trigger has both
+    // rows, described by the relation's descriptor.
+    unsafe {
+        let tbl = (*data.tg_relation).rd_id;
+        let tupdesc = (*data.tg_relation).rd_att;
+        let found =
+            Spi::connect(|client| IndexConfig::find(client, (*data.tg_trigger).tgfoid, tbl));
+        let Some(cfg) = found else {
+            return false;
+        };
+        let (attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
+        let bytes = |tuple: *mut pg_sys::HeapTupleData| {
+            let mut is_null = false;
+            let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+            (!is_null).then(|| {
+                let text = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+                pgrx::varlena::varlena_to_byte_slice(text)
+            })
+        };
+        bytes(data.tg_trigtuple) == bytes(data.tg_newtuple)
+    }
+}
 
 /// The trigger's arguments as given to CREATE TRIGGER.
 fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {

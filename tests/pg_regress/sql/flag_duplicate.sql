@@ -32,6 +32,14 @@ INSERT INTO questions (body) VALUES ('What is the capital city of France?') RETU
 UPDATE questions SET body = 'Who was the first king of Poland??' WHERE id = 4 RETURNING id, duplicate_of;
 UPDATE questions SET body = 'What is the capital of France?!' WHERE id = 5 RETURNING id, duplicate_of;
 
+-- An UPDATE is checked again only when it changes the text: a flag cleared by hand stays
+-- cleared, and touching another column leaves the flag as it is.
+UPDATE questions SET duplicate_of = NULL WHERE id = 5 RETURNING id, duplicate_of;
+UPDATE questions SET body = body WHERE id = 5 RETURNING id, duplicate_of;
+UPDATE questions SET duplicate_of = 2 WHERE id = 5 RETURNING id, duplicate_of;
+-- The flag points at the original (the smallest matching id), not at a later copy.
+INSERT INTO questions (body) VALUES ('What is the capital of France!?') RETURNING id, duplicate_of;
+
 -- A stricter threshold as the second argument.
 DROP TRIGGER questions_flag ON questions;
 CREATE TRIGGER questions_flag BEFORE INSERT ON questions
@@ -47,6 +55,11 @@ SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('What is the capital o
 SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('An entirely new question')$$);
 SELECT id, body, duplicate_of FROM questions ORDER BY id;
 SELECT * FROM minhash_index_check('questions');
+-- NULL (or '') as the threshold means the index's (0.7 here).
+DROP TRIGGER questions_reject ON questions;
+CREATE TRIGGER questions_reject BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate(NULL, NULL, 'reject');
+SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('What is the capital of France ?')$$);
 
 -- Misuse gets clear errors.
 DROP TRIGGER questions_reject ON questions;
@@ -98,6 +111,10 @@ SELECT pg_temp.try($$INSERT INTO posts (id, title) VALUES (8, 'Best pizza in Nap
 -- NULL texts are never duplicates
 INSERT INTO posts (id, title) VALUES (9, NULL) RETURNING *;
 UPDATE posts SET title = 'Cheap flights to Lisbon in July' WHERE id = 7 RETURNING *;
+-- a row that moves to a new id (with a new text) is not a duplicate of its own old id
+DELETE FROM posts WHERE id IN (1, 7);
+INSERT INTO posts (id, title) VALUES (20, 'Cheap flights to Porto in August') RETURNING *;
+UPDATE posts SET id = 100, title = 'Cheap flights to Porto in August!' WHERE id = 20 RETURNING *;
 -- A renamed indexed column is named in the error. (ALTER TABLE refuses to rename it, see ddl.sql;
 -- with event triggers off, as in replica mode, the rename goes through.)
 SET session_replication_role = replica;

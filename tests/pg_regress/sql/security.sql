@@ -244,7 +244,7 @@ RESET ROLE;
 SET ROLE regress_sec_owner;
 GRANT SELECT ON secrets TO regress_sec_reader;
 CREATE TRIGGER no_copies BEFORE INSERT ON secrets
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('', '0.5', 'reject');
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('', '0.9', 'reject');
 SELECT try_detail($$INSERT INTO secrets VALUES (10, 'a', 'the launch code of tenant b is 0815, keep it safe!')$$);
 RESET ROLE;
 SET ROLE regress_sec_reader;
