@@ -160,11 +160,16 @@ BEGIN
         RAISE EXCEPTION 'only bands and rows_per_band may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT c.relname, c.relkind, n.nspname, c.relowner INTO rel
+    SELECT c.relname, c.relkind, c.relpersistence, n.nspname, c.relowner INTO rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
     IF rel.relkind <> 'r' THEN
         RAISE EXCEPTION '% is not an ordinary table', tbl USING ERRCODE = 'wrong_object_type',
             HINT = 'Views, partitioned and foreign tables cannot have a minhash index.';
+    END IF;
+    -- (its catalog row would outlive the session, and pg_dump would carry it)
+    IF rel.relpersistence = 't' THEN
+        RAISE EXCEPTION '% is a temporary table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'Index a permanent or unlogged table.';
     END IF;
     IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
@@ -185,11 +190,13 @@ BEGIN
             USING ERRCODE = 'datatype_mismatch',
                   HINT = 'Index a table through an integer key, e.g. an identity column.';
     END IF;
+    -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
     IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
-                   AND x.indnkeyatts = 1 AND x.indkey[0] = id_attnum AND x.indpred IS NULL) THEN
+                   AND x.indimmediate AND x.indnkeyatts = 1 AND x.indkey[0] = id_attnum
+                   AND x.indpred IS NULL) THEN
         RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
             USING ERRCODE = 'invalid_column_reference',
-                  HINT = 'Add a primary key or unique constraint on that column alone.';
+                  HINT = 'Add a primary key or unique constraint on that column alone, not deferrable.';
     END IF;
     SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
@@ -231,8 +238,11 @@ BEGIN
             USING ERRCODE = 'duplicate_table';
     END IF;
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
-    EXECUTE format('CREATE TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL,
-                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)', rel.nspname, band_name);
+    -- (unlogged like its table: after a crash both come back empty)
+    EXECUTE format('CREATE %s TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL,
+                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
+                   CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
+                   rel.nspname, band_name);
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));

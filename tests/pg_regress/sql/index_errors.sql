@@ -83,3 +83,16 @@ SELECT minhash_index_drop('lost');
 SELECT count(*) AS catalog_rows, (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'lost'::regclass) AS triggers
 FROM minhash_indexes;
 DROP TABLE lost;
+
+-- Tables the index refuses, and an unlogged one, whose band table is unlogged too.
+CREATE TEMP TABLE scratch (id int PRIMARY KEY, body text);
+SELECT try($$SELECT minhash_index_create('scratch', 'id', 'body')$$);
+CREATE TABLE deferred_key (id int UNIQUE DEFERRABLE, body text);
+SELECT try($$SELECT minhash_index_create('deferred_key', 'id', 'body')$$);
+DROP TABLE scratch, deferred_key;
+CREATE UNLOGGED TABLE quick (id int PRIMARY KEY, body text);
+INSERT INTO quick VALUES (1, 'an unlogged row');
+SELECT minhash_index_create('quick', 'id', 'body') IS NOT NULL AS created;
+SELECT relpersistence FROM pg_class WHERE oid = 'quick_minhash_bands'::regclass;
+SELECT * FROM minhash_index_check('quick');
+DROP TABLE quick;
