@@ -299,22 +299,7 @@ impl IndexConfig {
     /// Raises 42501 unless the current user may read the id and text columns of the table
     /// (table-level SELECT, or SELECT on both columns), as a query of them would.
     fn check_readable(&self) {
-        let (id, text) = (
-            attnum(self.tbl, &self.id_column),
-            attnum(self.tbl, &self.text_column),
-        );
-        // SAFETY: privilege checks by OID and attribute number.
-        let allowed = unsafe {
-            let user = pg_sys::GetUserId();
-            let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
-            pg_sys::pg_class_aclcheck(self.tbl, user, select) == pg_sys::AclResult::ACLCHECK_OK
-                || [id, text].iter().all(|&attno| {
-                    attno > 0
-                        && pg_sys::pg_attribute_aclcheck(self.tbl, attno, user, select)
-                            == pg_sys::AclResult::ACLCHECK_OK
-                })
-        };
-        if !allowed {
+        if !self.may_select(&[&self.id_column, &self.text_column]) {
             raise(
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!("permission denied for table {}", regclass_name(self.tbl)),
@@ -330,18 +315,26 @@ impl IndexConfig {
     /// column and no row-level security hiding rows, as PostgreSQL decides whether a unique
     /// violation's DETAIL may show the key.
     fn may_see_ids(&self) -> bool {
-        let id = attnum(self.tbl, &self.id_column);
-        // SAFETY: privilege and row-level security checks by OID and attribute number.
+        // SAFETY: a row-level security check by OID.
+        let rls = unsafe { pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true) };
+        rls != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+            && self.may_select(&[&self.id_column])
+    }
+
+    /// Whether the current user may SELECT `columns` of the table: table-level SELECT, or
+    /// SELECT on each of them.
+    fn may_select(&self, columns: &[&str]) -> bool {
+        let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+        // SAFETY: privilege checks by OID and attribute number.
         unsafe {
             let user = pg_sys::GetUserId();
-            let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
-            pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true)
-                != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-                && (pg_sys::pg_class_aclcheck(self.tbl, user, select)
-                    == pg_sys::AclResult::ACLCHECK_OK
-                    || (id > 0
-                        && pg_sys::pg_attribute_aclcheck(self.tbl, id, user, select)
-                            == pg_sys::AclResult::ACLCHECK_OK))
+            pg_sys::pg_class_aclcheck(self.tbl, user, select) == pg_sys::AclResult::ACLCHECK_OK
+                || columns.iter().all(|name| {
+                    let attno = attnum(self.tbl, name);
+                    attno > 0
+                        && pg_sys::pg_attribute_aclcheck(self.tbl, attno, user, select)
+                            == pg_sys::AclResult::ACLCHECK_OK
+                })
         }
     }
 
@@ -642,16 +635,15 @@ fn minhash_flag_duplicate<'a>(
     } else {
         data.tg_trigtuple
     };
-    if update && text_unchanged(data) {
-        return Ok(Some(
-            trigger
-                .new()
-                .expect("UPDATE row triggers have a new row")
-                .into_owned(),
-        ));
-    }
-    let (id_column, mode, threshold, best, may_see) = Spi::connect(|client| {
+    // SAFETY: a row trigger's relation is open while it fires.
+    let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
+    let checked = Spi::connect(|client| {
         let cfg = IndexConfig::get(client, trigger.trigger().tgfoid, tbl);
+        let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
+        // SAFETY: an UPDATE row trigger has both rows, described by `tupdesc`.
+        if update && unsafe { same_bytes(data, tupdesc, text_attno) } {
+            return None;
+        }
         let mode = mode.unwrap_or_else(|| {
             let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
             FlagMode::Flag(attno, typid, typmod)
@@ -660,7 +652,6 @@ fn minhash_flag_duplicate<'a>(
             .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
             .map(float8_in);
         let threshold = checked_threshold(threshold, cfg.threshold);
-        let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
         let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
         // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
         // UPDATE's old row (tg_trigtuple) has the same descriptor.
@@ -676,25 +667,29 @@ fn minhash_flag_duplicate<'a>(
         // Like a constraint, the trigger sees every row, whoever writes: it reads as the
         // table's owner (see `owner`). The original is the matching row with the smallest id.
         let best = doc.and_then(|doc| {
-            as_owner(relation_owner(tbl), || {
+            as_owner(owner, || {
                 cfg.similar(client, doc, threshold, None)
                     .into_iter()
                     .filter(|(id, _)| !own_ids.contains(&Some(*id)))
                     .min_by_key(|&(id, _)| id)
             })
         });
-        (
+        Some((
             cfg.id_column.clone(),
             mode,
             threshold,
             best,
             cfg.may_see_ids(),
-        )
+        ))
     });
     let new = trigger
         .new()
         .expect("INSERT and UPDATE row triggers have a new row")
         .into_owned();
+    // an UPDATE that leaves the text alone leaves the row alone
+    let Some((id_column, mode, threshold, best, may_see)) = checked else {
+        return Ok(Some(new));
+    };
     match mode {
         FlagMode::Reject => {
             if let Some((id, similarity)) = best {
@@ -736,29 +731,33 @@ const FLAG_HINT: &str =
 pub(super) const COLUMNS_HINT: &str =
     "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
 
-/// Whether an UPDATE's new row has the same text column bytes as its old row, for the index of
-/// the trigger's table (false if the table has no index: the lookup then says so).
-fn text_unchanged(data: &pg_sys::TriggerData) -> bool {
-    // SAFETY: a row trigger's relation is open while it fires; an UPDATE row trigger has both
-    // rows, described by the relation's descriptor.
-    unsafe {
-        let tbl = (*data.tg_relation).rd_id;
-        let tupdesc = (*data.tg_relation).rd_att;
-        let found =
-            Spi::connect(|client| IndexConfig::find(client, (*data.tg_trigger).tgfoid, tbl));
-        let Some(cfg) = found else {
-            return false;
-        };
-        let (attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
-        let bytes = |tuple: *mut pg_sys::HeapTupleData| {
-            let mut is_null = false;
+/// Whether an UPDATE's old and new row have the same bytes (or both NULL) in attribute `attno`.
+///
+/// # Safety
+/// `data` is an UPDATE row trigger's data; `attno` is a varlena attribute of `tupdesc`, which
+/// describes both rows.
+unsafe fn same_bytes(data: &pg_sys::TriggerData, tupdesc: pg_sys::TupleDesc, attno: usize) -> bool {
+    let bytes = |tuple: *mut pg_sys::HeapTupleData| {
+        let mut is_null = false;
+        // SAFETY: per the contract.
+        unsafe {
             let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
-            (!is_null).then(|| {
-                let text = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
-                pgrx::varlena::varlena_to_byte_slice(text)
-            })
-        };
-        bytes(data.tg_trigtuple) == bytes(data.tg_newtuple)
+            (!is_null).then(|| varlena_bytes(datum))
+        }
+    };
+    bytes(data.tg_trigtuple) == bytes(data.tg_newtuple)
+}
+
+/// The bytes of a varlena datum (text, varchar), detoasted into the current memory context if
+/// need be.
+///
+/// # Safety
+/// `datum` is a non-NULL varlena datum; the bytes live as long as it and that context.
+pub(super) unsafe fn varlena_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
+    // SAFETY: per the contract.
+    unsafe {
+        let value = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+        pgrx::varlena::varlena_to_byte_slice(value)
     }
 }
 

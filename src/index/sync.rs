@@ -26,8 +26,10 @@ use crate::core::sketch::BandSketch;
 use crate::sql::error::raise;
 
 use super::band_entry;
-use super::lookup::{column, qualified_name, regclass_name, IndexConfig, COLUMNS_HINT};
-use super::owner::{as_owner, relation_owner};
+use super::lookup::{
+    column, qualified_name, regclass_name, varlena_bytes, IndexConfig, COLUMNS_HINT,
+};
+use super::owner::as_owner;
 
 /// Band rows gathered before they go to the heap in one `heap_multi_insert` (COPY's batch).
 const INSERT_BATCH: usize = 1000;
@@ -93,7 +95,8 @@ fn _minhash_sync<'a>(
                 ),
             )
         });
-    let owner = relation_owner(tbl);
+    // SAFETY: as above.
+    let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
     as_owner(owner, || {
         // SAFETY: the band table is opened and locked as a DELETE or INSERT would, checked, and
         // closed again by `BandTable`; the transition tables are those of this trigger event.
@@ -228,9 +231,9 @@ impl TransitionRows {
             let text = pg_sys::slot_getattr(slot, self.text_attno, &mut is_null);
             let text = (!is_null).then(|| {
                 let outer = pg_sys::MemoryContextSwitchTo(self.memory.value());
-                let text = pg_sys::pg_detoast_datum_packed(text.cast_mut_ptr());
+                let bytes = varlena_bytes(text);
                 pg_sys::MemoryContextSwitchTo(outer);
-                pgrx::varlena::varlena_to_byte_slice(text)
+                bytes
             });
             Row { id, text }
         }
