@@ -4,7 +4,7 @@
 # psql; `cluster_stop` stops it and removes DIR.
 
 PG_MAJOR="${PG_MAJOR:-15}"
-PG_BIN="/usr/lib/postgresql/$PG_MAJOR/bin"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}"  # (PG_BIN: another installation)
 PG_CONFIG="$PG_BIN/pg_config"
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
