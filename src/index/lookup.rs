@@ -22,12 +22,13 @@ use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::{Banding, Shingling};
-use crate::core::sketch::{equal_bits, min_equal_bits};
+use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch};
 use crate::sql::error::raise;
 use crate::sql::interrupts;
 
 use super::owner::{as_owner, relation_owner};
 use super::scan::{attnum, BandIndex, RowIndex};
+use super::sync::claim_band_rows;
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
 /// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
@@ -432,6 +433,114 @@ impl IndexConfig {
     }
 }
 
+/// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
+/// whether the transaction's snapshot sees it.
+struct Conflict {
+    id: i64,
+    similarity: f64,
+    in_snapshot: bool,
+}
+
+impl IndexConfig {
+    /// The rows at or above `threshold` similar to `doc` (band entry `entry`), other than the
+    /// rows with the ids `own`, as a constraint sees them: every row committed or written by
+    /// this transaction, whenever it committed. The trigger's own band rows were written
+    /// first (a claim, see `claim`); where a candidate's fate depends on a transaction still
+    /// in progress, this waits for that transaction to end and looks again, as PostgreSQL
+    /// checks an exclusion constraint. Two writers of near-duplicates that wait for each other
+    /// are a deadlock, which PostgreSQL resolves by failing one of them (40P01).
+    fn conflicts(
+        &self,
+        doc: &str,
+        (keys, sketch): &(Vec<i64>, BandSketch),
+        threshold: f64,
+        own: &[Option<i64>],
+    ) -> Vec<Conflict> {
+        let missing = || -> ! {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the minhash index of {} lacks the indexes a duplicate check reads",
+                    regclass_name(self.tbl)
+                ),
+                Some(
+                    "The band table needs its (key, id) index and the table a unique index on                      the id alone; rebuild the index with minhash_index_rebuild()."
+                        .into(),
+                ),
+            )
+        };
+        let band_index = self.band_index.unwrap_or_else(|| missing());
+        let row_index = self.row_index.unwrap_or_else(|| missing());
+        let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
+        let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
+        let mut candidate = ShingleSet::default();
+        loop {
+            // candidates: (id, a transaction in progress that writes one of its band rows)
+            let mut candidates: Vec<(i64, Option<pg_sys::TransactionId>)> = Vec::new();
+            band_index.scan_dirty(keys, |id, row_sketch, writer| {
+                if !own.contains(&Some(id)) && equal_bits(*sketch, row_sketch, self.k) >= min_bits {
+                    candidates.push((id, writer));
+                }
+            });
+            if candidates.is_empty() {
+                return Vec::new();
+            }
+            candidates.sort_unstable_by_key(|&(id, writer)| (id, writer.is_none()));
+            candidates.dedup_by_key(|&mut (id, _)| id);
+            let ids: Vec<i64> = candidates.iter().map(|&(id, _)| id).collect();
+            // every version of each candidate row: (id, at or above the threshold, state)
+            let mut versions = Vec::new();
+            row_index.fetch_dirty(&ids, |id, text, state| {
+                candidate.rebuild(text, self.shingling, &mut interrupts);
+                let similarity = candidate.jaccard(&query_set);
+                versions.push((id, similarity, state));
+            });
+            // A row whose band rows a transaction in progress is writing: its text decides,
+            // once that transaction has written it (a claim comes before its row).
+            let undecided = candidates.iter().find_map(|&(id, writer)| {
+                let writer = writer?;
+                let mut written = versions
+                    .iter()
+                    .filter(|(v, _, s)| *v == id && s.writer == Some(writer) && s.inserting)
+                    .peekable();
+                let pending = written.peek().is_none();
+                (pending || written.any(|(_, similarity, _)| *similarity >= threshold))
+                    .then_some(writer)
+            });
+            // a matching row that a transaction in progress inserts, updates or deletes
+            let undecided = undecided.or_else(|| {
+                versions
+                    .iter()
+                    .find(|(_, similarity, state)| {
+                        *similarity >= threshold && state.writer.is_some()
+                    })
+                    .and_then(|(_, _, state)| state.writer)
+            });
+            if let Some(writer) = undecided {
+                // SAFETY: waits on a transaction's lock, as a unique or exclusion check does.
+                unsafe {
+                    pg_sys::XactLockTableWait(
+                        writer,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        pg_sys::XLTW_Oper::XLTW_None,
+                    )
+                };
+                continue;
+            }
+            return versions
+                .into_iter()
+                .filter(|(_, similarity, _)| *similarity >= threshold)
+                .map(|(id, similarity, state)| Conflict {
+                    id,
+                    similarity,
+                    in_snapshot: state.in_snapshot,
+                })
+                .collect();
+        }
+    }
+}
+
 /// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result
 /// to `read`. The statement is prepared on first use and kept for the backend.
 fn with_prepared<T>(
@@ -664,21 +773,24 @@ fn minhash_flag_duplicate<'a>(
                 [id_attribute(tuple, tupdesc, id_attno, id_type), old_id],
             )
         };
-        // Like a constraint, the trigger sees every row, whoever writes: it reads as the
-        // table's owner (see `owner`). The original is the matching row with the smallest id.
-        let best = doc.and_then(|doc| {
-            as_owner(owner, || {
-                cfg.similar(client, doc, threshold, None)
-                    .into_iter()
-                    .filter(|(id, _)| !own_ids.contains(&Some(*id)))
-                    .min_by_key(|&(id, _)| id)
-            })
-        });
+        // Like a constraint, the trigger sees every row, whoever writes: it writes the row's
+        // band rows first and then checks them against every row committed or in progress, as
+        // the table's owner (see `conflicts`).
+        let entry = doc.and_then(|doc| band_entry(doc, cfg.k, cfg.shingling, cfg.banding));
+        let conflicts = match (doc, &entry) {
+            (Some(doc), Some(entry)) => as_owner(owner, || {
+                if let Some(id) = own_ids[0] {
+                    claim_band_rows(&cfg, tbl, owner, id, &entry.0, entry.1);
+                }
+                cfg.conflicts(doc, entry, threshold, &own_ids)
+            }),
+            _ => Vec::new(),
+        };
         Some((
             cfg.id_column.clone(),
             mode,
             threshold,
-            best,
+            conflicts,
             cfg.may_see_ids(),
         ))
     });
@@ -687,12 +799,36 @@ fn minhash_flag_duplicate<'a>(
         .expect("INSERT and UPDATE row triggers have a new row")
         .into_owned();
     // an UPDATE that leaves the text alone leaves the row alone
-    let Some((id_column, mode, threshold, best, may_see)) = checked else {
+    let Some((id_column, mode, threshold, conflicts, may_see)) = checked else {
         return Ok(Some(new));
+    };
+    // The original is the matching row with the smallest id.
+    let original = |rows: &mut dyn Iterator<Item = &Conflict>| {
+        rows.min_by_key(|c| c.id).map(|c| (c.id, c.similarity))
     };
     match mode {
         FlagMode::Reject => {
-            if let Some((id, similarity)) = best {
+            // a row the transaction's snapshot sees is a plain violation; one committed since
+            // (REPEATABLE READ, SERIALIZABLE) is a serialization failure, as for a unique key
+            let seen = original(&mut conflicts.iter().filter(|c| c.in_snapshot));
+            // SAFETY: reads the transaction's isolation level.
+            let snapshot_xact =
+                unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32;
+            if seen.is_none() && snapshot_xact && !conflicts.is_empty() {
+                ErrorReport::new(
+                    PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                    "could not serialize access due to a concurrent near-duplicate",
+                    "pg_minhash",
+                )
+                .set_detail(format!(
+                    "A near-duplicate row of {} was committed after this transaction's \
+                     snapshot was taken.",
+                    regclass_name(tbl)
+                ))
+                .set_hint("The transaction might succeed if retried.")
+                .report(PgLogLevel::ERROR);
+            }
+            if let Some((id, similarity)) = seen.or_else(|| original(&mut conflicts.iter())) {
                 let report = ErrorReport::new(
                     PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
                     format!(
@@ -711,18 +847,80 @@ fn minhash_flag_duplicate<'a>(
                 } else {
                     report
                 };
+                // SAFETY: the trigger's relation and trigger are valid while it fires.
+                unsafe { name_constraint(data.tg_relation, trigger.trigger()) };
                 report.report(PgLogLevel::ERROR);
             }
             Ok(Some(new))
         }
         FlagMode::Flag(attno, typid, typmod) => {
             let mut new = new;
-            let datum = best.map(|(id, _)| id_datum(id, typid, typmod));
+            let datum = original(&mut conflicts.iter()).map(|(id, _)| id_datum(id, typid, typmod));
             let attno = NonZeroUsize::new(attno).expect("attribute numbers start at 1");
             // SAFETY: `datum` was made by the input function of the column's own type.
             unsafe { new.set_by_index_unchecked(attno, datum) };
             Ok(Some(new))
         }
+    }
+}
+
+/// The schema, table and constraint names a 23505 from the reject trigger carries, as a unique
+/// violation carries them (`errtableconstraint`); the constraint is the trigger.
+struct ConstraintNames {
+    schema: *mut std::ffi::c_char,
+    table: *mut std::ffi::c_char,
+    constraint: *mut std::ffi::c_char,
+}
+
+/// Makes the unique violation about to be raised carry the names of `rel` and `trigger`
+/// (see [`ConstraintNames`]): pgrx raises an error after the Rust code has returned, and
+/// PostgreSQL lets an error context callback add fields to it.
+///
+/// # Safety
+/// Only right before raising the error; `rel` and `trigger` are those of the firing trigger.
+unsafe fn name_constraint(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) {
+    // SAFETY: the names and the callback entry are copied into the error-surviving
+    // transaction context; the entry is left on the stack because the error is raised next,
+    // and PostgreSQL resets the stack when it catches the error.
+    unsafe {
+        let context = pg_sys::CurTransactionContext;
+        let names = pg_sys::MemoryContextAlloc(context, std::mem::size_of::<ConstraintNames>())
+            .cast::<ConstraintNames>();
+        names.write(ConstraintNames {
+            schema: pg_sys::MemoryContextStrdup(
+                context,
+                pg_sys::get_namespace_name((*(*rel).rd_rel).relnamespace),
+            ),
+            table: pg_sys::MemoryContextStrdup(context, (*(*rel).rd_rel).relname.data.as_ptr()),
+            constraint: pg_sys::MemoryContextStrdup(context, trigger.tgname),
+        });
+        let entry = pg_sys::MemoryContextAlloc(
+            context,
+            std::mem::size_of::<pg_sys::ErrorContextCallback>(),
+        )
+        .cast::<pg_sys::ErrorContextCallback>();
+        entry.write(pg_sys::ErrorContextCallback {
+            previous: pg_sys::error_context_stack,
+            callback: Some(add_constraint_names),
+            arg: names.cast(),
+        });
+        pg_sys::error_context_stack = entry;
+    }
+}
+
+/// Error context callback of [`name_constraint`]: adds the names to a unique violation.
+#[pg_guard]
+unsafe extern "C-unwind" fn add_constraint_names(arg: *mut std::ffi::c_void) {
+    // SAFETY: `arg` is the `ConstraintNames` of `name_constraint`; the fields are set on the
+    // error being raised.
+    unsafe {
+        if pg_sys::geterrcode() != PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION as i32 {
+            return;
+        }
+        let names = &*arg.cast::<ConstraintNames>();
+        pg_sys::err_generic_string(pg_sys::PG_DIAG_SCHEMA_NAME as i32, names.schema);
+        pg_sys::err_generic_string(pg_sys::PG_DIAG_TABLE_NAME as i32, names.table);
+        pg_sys::err_generic_string(pg_sys::PG_DIAG_CONSTRAINT_NAME as i32, names.constraint);
     }
 }
 

@@ -17,6 +17,7 @@ use crate::sql::{array_arg, interrupts, SIGNER};
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;
 
+mod claim;
 mod lookup;
 mod owner;
 mod scan;

@@ -27,12 +27,12 @@ struct DirectIndex {
 }
 
 impl DirectIndex {
-    /// The first B-tree of `table` for which `fits(attribute numbers of its columns, whether it
-    /// is unique)` gives a value, among those that are not partial, have no expressions, are
+    /// The first B-tree of `table` for which `fits(attribute numbers of its columns, how many of
+    /// them are key columns, whether it is unique)` gives a value, among those that are not partial, have no expressions, are
     /// valid for every snapshot and use the standard integer operators on their first column.
     fn find<T>(
         table: pg_sys::Oid,
-        fits: impl Fn(&[i16], bool) -> Option<T>,
+        fits: impl Fn(&[i16], usize, bool) -> Option<T>,
     ) -> Option<(DirectIndex, T)> {
         // SAFETY: relations are opened with a lock (kept until the transaction ends, as the
         // planner does) and closed again; the index list, pg_index row and key vector are read
@@ -58,7 +58,7 @@ impl DirectIndex {
                 let fit = usable
                     .then(|| {
                         let attnums = form.indkey.values.as_slice(form.indnatts as usize);
-                        fits(attnums, form.indisunique)
+                        fits(attnums, form.indnkeyatts as usize, form.indisunique)
                     })
                     .flatten();
                 pg_sys::index_close(rel, pg_sys::NoLock as i32);
@@ -98,14 +98,15 @@ impl DirectIndex {
 
     /// Runs `read(scan, heap, slot)` once per value of `keys`, with the scan positioned before
     /// the index entries whose first column equals the value (compared with `eq_proc`), under
-    /// the active snapshot. `slot` is a slot of the table for heap fetches.
+    /// `snapshot`. `slot` is a slot of the table for heap fetches.
     ///
     /// # Safety
-    /// Only after [`DirectIndex::usable`] (and, for a table the caller reads, `readable`);
-    /// `eq_proc` is the equality function of the index's
-    /// first column type and every key a datum of that type.
+    /// With the active snapshot only after [`DirectIndex::usable`] (and, for a table the caller
+    /// reads, `readable`); `snapshot` lives until the scan ends; `eq_proc` is the equality
+    /// function of the index's first column type and every key a datum of that type.
     unsafe fn scan(
         &self,
+        snapshot: pg_sys::Snapshot,
         want_index_tuple: bool,
         eq_proc: u32,
         keys: impl IntoIterator<Item = pg_sys::Datum>,
@@ -117,7 +118,7 @@ impl DirectIndex {
         unsafe {
             let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
             let index = pg_sys::index_open(self.index, pg_sys::AccessShareLock as i32);
-            let scan = pg_sys::index_beginscan(heap, index, pg_sys::GetActiveSnapshot(), 1, 0);
+            let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
             (*scan).xs_want_itup = want_index_tuple;
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
             let mut key_entry = pg_sys::ScanKeyData::default();
@@ -154,7 +155,7 @@ impl BandIndex {
     pub(super) fn find(band_table: pg_sys::Oid) -> Option<BandIndex> {
         let [key, id, sketch1, sketch2] =
             ["key", "id", "sketch1", "sketch2"].map(|name| attnum(band_table, name));
-        let (direct, columns) = DirectIndex::find(band_table, |attnums, _| {
+        let (direct, columns) = DirectIndex::find(band_table, |attnums, _, _| {
             let position = |attnum| attnums.iter().position(|&a| a == attnum);
             (attnums.first() == Some(&key) && key != 0)
                 .then(|| Some([position(id)?, position(sketch1)?, position(sketch2)?]))
@@ -176,15 +177,53 @@ impl BandIndex {
     /// Calls `row(id, [sketch1, sketch2])` for every band row with one of `keys` that the active
     /// snapshot sees, once per matching band row. Only after [`BandIndex::usable`].
     pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(i64, [u64; 2])) {
+        // SAFETY: after `usable`, under the active snapshot.
+        unsafe {
+            self.scan_under(pg_sys::GetActiveSnapshot(), keys, |id, sketch, _| {
+                row(id, sketch)
+            })
+        }
+    }
+
+    /// Calls `row(id, [sketch1, sketch2], writer)` for every band row with one of `keys` that
+    /// is committed and not deleted, or written by this transaction, or written or being
+    /// deleted by a transaction still in progress (`writer`: its id). This is how a constraint
+    /// check sees an index (`check_exclusion_or_unique_constraint`): with a dirty snapshot.
+    pub(super) fn scan_dirty(
+        &self,
+        keys: &[i64],
+        row: impl FnMut(i64, [u64; 2], Option<pg_sys::TransactionId>),
+    ) {
+        let mut dirty = dirty_snapshot();
+        // SAFETY: the dirty snapshot outlives the scan.
+        unsafe { self.scan_under(&mut dirty, keys, row) }
+    }
+
+    /// The scans of [`BandIndex::scan`] and [`BandIndex::scan_dirty`].
+    ///
+    /// # Safety
+    /// `snapshot` is the active snapshot (after `usable`) or a dirty snapshot, and outlives the
+    /// call.
+    unsafe fn scan_under(
+        &self,
+        snapshot: pg_sys::Snapshot,
+        keys: &[i64],
+        mut row: impl FnMut(i64, [u64; 2], Option<pg_sys::TransactionId>),
+    ) {
         let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
         let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
         // one index entry's columns, sized at the first key
         let (mut values, mut nulls) = (Vec::new(), Vec::new());
-        // SAFETY: after `usable`; the index's first column is `key`, an int8. An entry is
-        // read only while the scan is positioned on it.
+        // SAFETY: per the contract; the index's first column is `key`, an int8. An entry is
+        // read only while the scan is positioned on it; a dirty snapshot's xmin and xmax
+        // describe the heap tuple fetched last.
         unsafe {
-            self.direct
-                .scan(true, pg_sys::F_INT8EQ, keys, |scan, heap, slot| {
+            self.direct.scan(
+                snapshot,
+                true,
+                pg_sys::F_INT8EQ,
+                keys,
+                |scan, heap, slot| {
                     let natts = (*(*scan).xs_itupdesc).natts as usize;
                     values.resize(natts, pg_sys::Datum::from(0));
                     nulls.resize(natts, false);
@@ -203,9 +242,13 @@ impl BandIndex {
                                 & pg_sys::VISIBILITYMAP_ALL_VISIBLE
                                 != 0;
                         // as an index-only scan: the heap decides only where the page is not
-                        // all-visible
-                        if !all_visible && !pg_sys::index_fetch_heap(scan, slot) {
-                            continue;
+                        // all-visible (an all-visible row is committed, its writer long done)
+                        let mut writer = None;
+                        if !all_visible {
+                            if !pg_sys::index_fetch_heap(scan, slot) {
+                                continue;
+                            }
+                            writer = in_progress_writer(snapshot);
                         }
                         pg_sys::index_deform_tuple(
                             (*scan).xs_itup,
@@ -216,15 +259,65 @@ impl BandIndex {
                         let [id, s1, s2] = self.columns;
                         if !(nulls[id] || nulls[s1] || nulls[s2]) {
                             let int = |i: usize| values[i].value() as i64;
-                            row(int(id), [int(s1) as u64, int(s2) as u64]);
+                            row(int(id), [int(s1) as u64, int(s2) as u64], writer);
                         }
                     }
-                });
+                },
+            );
             if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
                 pg_sys::ReleaseBuffer(vm_buffer);
             }
         }
     }
+}
+
+/// A dirty snapshot (`InitDirtySnapshot`): sees what is committed, what this transaction wrote,
+/// and what transactions in progress wrote, and tells which of those it met last.
+fn dirty_snapshot() -> pg_sys::SnapshotData {
+    pg_sys::SnapshotData {
+        snapshot_type: pg_sys::SnapshotType::SNAPSHOT_DIRTY,
+        ..Default::default()
+    }
+}
+
+/// The transaction in progress that inserted or is deleting the tuple a dirty `snapshot` saw
+/// last, if any (`HeapTupleSatisfiesDirty` leaves it in the snapshot's xmin or xmax).
+///
+/// # Safety
+/// `snapshot` points to a snapshot; its xmin and xmax are meaningful only if it is dirty.
+unsafe fn in_progress_writer(snapshot: pg_sys::Snapshot) -> Option<pg_sys::TransactionId> {
+    // SAFETY: per the contract.
+    unsafe { in_progress_write(snapshot).map(|(xid, _)| xid) }
+}
+
+/// [`in_progress_writer`], and whether it is inserting the tuple (rather than deleting it).
+///
+/// # Safety
+/// As for [`in_progress_writer`].
+unsafe fn in_progress_write(snapshot: pg_sys::Snapshot) -> Option<(pg_sys::TransactionId, bool)> {
+    // SAFETY: per the contract.
+    let snapshot = unsafe { &*snapshot };
+    if snapshot.snapshot_type != pg_sys::SnapshotType::SNAPSHOT_DIRTY {
+        return None;
+    }
+    let valid = |xid: pg_sys::TransactionId| xid != pg_sys::InvalidTransactionId;
+    if valid(snapshot.xmin) {
+        Some((snapshot.xmin, true))
+    } else {
+        valid(snapshot.xmax).then_some((snapshot.xmax, false))
+    }
+}
+
+/// How a row a dirty fetch returned stands: who is still writing it, and whether the
+/// transaction's snapshot sees it.
+#[derive(Clone, Copy)]
+pub(super) struct RowState {
+    /// The transaction in progress that inserted or is deleting the row, if any.
+    pub(super) writer: Option<pg_sys::TransactionId>,
+    /// Whether `writer` is inserting the row (rather than deleting or updating it).
+    pub(super) inserting: bool,
+    /// Whether the row is this transaction's own or committed before its snapshot was taken.
+    pub(super) in_snapshot: bool,
 }
 
 /// An indexed table's unique B-tree on its id column alone: where a lookup fetches the texts of
@@ -242,8 +335,9 @@ impl RowIndex {
         let (id, text_attno) = (attnum(table, id_column), attnum(table, text_column));
         // SAFETY: a catalog lookup of an existing attribute.
         let id_type = unsafe { pg_sys::get_atttype(table, id) };
-        let (direct, ()) = DirectIndex::find(table, |attnums, unique| {
-            (unique && attnums == [id] && id != 0 && text_attno != 0).then_some(())
+        let (direct, ()) = DirectIndex::find(table, |attnums, keys, unique| {
+            (unique && keys == 1 && attnums.first() == Some(&id) && id != 0 && text_attno != 0)
+                .then_some(())
         })?;
         Some(RowIndex {
             direct,
@@ -264,6 +358,34 @@ impl RowIndex {
     /// Calls `row(id, text)` for each row with one of the ids `ids` and a text that the active
     /// snapshot sees. Only after [`RowIndex::readable`].
     pub(super) fn fetch(&self, ids: &[i64], mut row: impl FnMut(i64, &str)) {
+        // SAFETY: after `readable`, under the active snapshot.
+        unsafe {
+            self.fetch_under(pg_sys::GetActiveSnapshot(), ids, |id, text, _| {
+                row(id, text)
+            })
+        }
+    }
+
+    /// Calls `row(id, text, state)` for each row with one of the ids `ids` and a text that a
+    /// dirty snapshot sees (see [`BandIndex::scan_dirty`]): a row another transaction is
+    /// inserting, updating or deleting may come with more than one version.
+    pub(super) fn fetch_dirty(&self, ids: &[i64], row: impl FnMut(i64, &str, RowState)) {
+        let mut dirty = dirty_snapshot();
+        // SAFETY: the dirty snapshot outlives the scan.
+        unsafe { self.fetch_under(&mut dirty, ids, row) }
+    }
+
+    /// The fetches of [`RowIndex::fetch`] and [`RowIndex::fetch_dirty`].
+    ///
+    /// # Safety
+    /// `snapshot` is the active snapshot (after `readable`) or a dirty snapshot, and outlives
+    /// the call.
+    unsafe fn fetch_under(
+        &self,
+        snapshot: pg_sys::Snapshot,
+        ids: &[i64],
+        mut row: impl FnMut(i64, &str, RowState),
+    ) {
         // an id that does not fit the column's type is no row's
         let (eq_proc, fits): (u32, fn(i64) -> bool) = match self.id_type {
             pg_sys::INT2OID => (pg_sys::F_INT2EQ, |id| i16::try_from(id).is_ok()),
@@ -274,10 +396,12 @@ impl RowIndex {
         // detoasted texts are freed row by row
         let mut texts = PgMemoryContexts::new("pg_minhash candidate texts");
         let mut next = wanted.iter();
-        // SAFETY: after `readable`; the index's one column is the id, of type `id_type`, and
-        // each key is that type's datum (the same bits for int2, int4 and int8 alike).
+        // SAFETY: per the contract; the index's first column is the id, of type `id_type`, and
+        // each key is that type's datum (the same bits for int2, int4 and int8 alike). The
+        // slot holds a heap tuple of the table while its header is read.
         unsafe {
             self.direct.scan(
+                snapshot,
                 false,
                 eq_proc,
                 wanted.iter().map(|&id| pg_sys::Datum::from(id)),
@@ -289,13 +413,21 @@ impl RowIndex {
                         slot,
                     ) {
                         pg_sys::check_for_interrupts!();
+                        let write = in_progress_write(snapshot);
+                        let dirty =
+                            (*snapshot).snapshot_type == pg_sys::SnapshotType::SNAPSHOT_DIRTY;
+                        let state = RowState {
+                            writer: write.map(|(xid, _)| xid),
+                            inserting: write.is_some_and(|(_, inserting)| inserting),
+                            in_snapshot: !dirty || in_snapshot(slot),
+                        };
                         let mut is_null = false;
                         let datum =
                             pg_sys::slot_getattr(slot, self.text_attno.into(), &mut is_null);
                         if !is_null {
                             texts.switch_to(|_| {
                                 let text = <&str as FromDatum>::from_datum(datum, false);
-                                row(id, text.expect("not NULL"));
+                                row(id, text.expect("not NULL"), state);
                             });
                             texts.reset();
                         }
@@ -303,6 +435,31 @@ impl RowIndex {
                 },
             );
         }
+    }
+}
+
+/// Whether the row in `slot` (found by a snapshot that sees it) is this transaction's own or
+/// was committed before the active snapshot was taken (under REPEATABLE READ and SERIALIZABLE,
+/// the transaction's snapshot).
+///
+/// # Safety
+/// `slot` holds a heap tuple, inside a transaction.
+unsafe fn in_snapshot(slot: *mut pg_sys::TupleTableSlot) -> bool {
+    // SAFETY: per the contract; the tuple header stays valid while the slot holds it.
+    unsafe {
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+        let header = &*(*tuple).t_data;
+        let xmin = header.t_choice.t_heap.t_xmin;
+        let frozen =
+            u32::from(header.t_infomask) & pg_sys::HEAP_XMIN_FROZEN == pg_sys::HEAP_XMIN_FROZEN;
+        let seen = frozen
+            || pg_sys::TransactionIdIsCurrentTransactionId(xmin)
+            || !pg_sys::XidInMVCCSnapshot(xmin, pg_sys::GetActiveSnapshot());
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+        seen
     }
 }
 

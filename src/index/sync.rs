@@ -26,6 +26,7 @@ use crate::core::sketch::BandSketch;
 use crate::sql::error::raise;
 
 use super::band_entry;
+use super::claim;
 use super::lookup::{
     column, qualified_name, regclass_name, varlena_bytes, IndexConfig, COLUMNS_HINT,
 };
@@ -307,6 +308,8 @@ unsafe fn insert_band_rows(
 ) {
     let mut writer = band.writer();
     let side = usize::from(pairs.is_some());
+    let claimed = claim::any(cfg.band_table);
+    let mut rows = Vec::new();
     // SAFETY: per the contract.
     unsafe {
         for_each_changed_row(data, cfg, new, pairs, side, |row| {
@@ -328,12 +331,49 @@ unsafe fn insert_band_rows(
                     )),
                 );
             };
-            for key in keys {
-                writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
+            rows.clear();
+            rows.extend(
+                keys.into_iter()
+                    .map(|key| [id, key, sketch[0] as i64, sketch[1] as i64]),
+            );
+            // a flag trigger may have written them already (see `claim`)
+            if claimed {
+                if pairs.is_none() && claim::take(band.rel, id, &mut rows) {
+                    return;
+                }
+                claim::release(band.rel, id);
+            }
+            for &row in &rows {
+                writer.push(row);
             }
         });
     }
     writer.close();
+}
+
+/// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
+/// by `owner`) now, as a claim (see `claim`): for `minhash_flag_duplicate`, before it checks the
+/// row. As the table's owner.
+pub(super) fn claim_band_rows(
+    cfg: &IndexConfig,
+    tbl: pg_sys::Oid,
+    owner: pg_sys::Oid,
+    id: i64,
+    keys: &[i64],
+    sketch: BandSketch,
+) {
+    // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
+    unsafe {
+        let band = BandTable::open(cfg, tbl, owner);
+        let mut writer = band.writer();
+        writer.tids = Some(Vec::with_capacity(keys.len()));
+        for &key in keys {
+            writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
+        }
+        let tids = writer.close();
+        claim::record(band.rel, id, tids);
+        band.close();
+    }
 }
 
 /// Removes the band rows of the rows of `old` (for an UPDATE, `pairs` = (old, new), only of the
@@ -548,6 +588,8 @@ struct BandWriter {
     /// One row's values and NULL flags, in the descriptor's order.
     values: Vec<pg_sys::Datum>,
     nulls: Vec<bool>,
+    /// Where the rows went, if asked for (`claim_band_rows`).
+    tids: Option<Vec<pg_sys::ItemPointerData>>,
 }
 
 impl BandWriter {
@@ -592,6 +634,7 @@ impl BandWriter {
                 command: pg_sys::GetCurrentCommandId(true),
                 values: Vec::new(),
                 nulls: Vec::new(),
+                tids: None,
             }
         }
     }
@@ -650,6 +693,9 @@ impl BandWriter {
                 std::ptr::null_mut(),
             );
             for &slot in &self.slots[..self.pending] {
+                if let Some(tids) = &mut self.tids {
+                    tids.push((*slot).tts_tid);
+                }
                 let recheck = pg_sys::ExecInsertIndexTuples(
                     self.target,
                     slot,
@@ -669,8 +715,9 @@ impl BandWriter {
         self.pending = 0;
     }
 
-    /// Writes what is queued and releases the slots and indexes.
-    fn close(mut self) {
+    /// Writes what is queued and releases the slots and indexes; returns where the rows went,
+    /// if asked for.
+    fn close(mut self) -> Vec<pg_sys::ItemPointerData> {
         self.flush();
         // SAFETY: everything released here was made or opened in `open` and `push`.
         unsafe {
@@ -680,6 +727,7 @@ impl BandWriter {
             pg_sys::ExecCloseIndices(self.target);
             pg_sys::FreeExecutorState(self.estate);
         }
+        self.tids.unwrap_or_default()
     }
 }
 

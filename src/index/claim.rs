@@ -1,0 +1,243 @@
+//! Claims: the band rows that `minhash_flag_duplicate` writes for its row *before* it looks for
+//! near-duplicates, as PostgreSQL inserts an index entry before it checks an exclusion
+//! constraint. A concurrent writer's check (with a dirty snapshot, see `lookup`) then finds
+//! them and waits for this transaction to end, so of two near-duplicate rows written at the
+//! same time the later check always sees the earlier row.
+//!
+//! The sync trigger at the end of the statement then finds the row's band rows already there:
+//! for an INSERT it keeps a claim whose rows are still live and exactly the row's ([`take`]);
+//! otherwise (an UPDATE, a row that was never inserted because ON CONFLICT or another trigger
+//! skipped it, a row changed by a later BEFORE trigger) the claim's rows are deleted
+//! ([`release`]) and the sync writes the row's band rows as usual. Claims still open when the
+//! transaction commits are released then, so a committed band table holds exactly the band
+//! rows of the table's rows. Claims made in a subtransaction that rolls back are forgotten with
+//! it (their rows are dead); a TRUNCATE or rewrite of the band table (a new relfilenode)
+//! leaves claims with nothing to release.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_void};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::core::capacity;
+
+/// One row's claimed band rows.
+struct Claim {
+    band: pg_sys::Oid,
+    /// The band table's relfilenode when the rows were written.
+    file: pg_sys::Oid,
+    id: i64,
+    tids: Vec<pg_sys::ItemPointerData>,
+    subxact: pg_sys::SubTransactionId,
+}
+
+thread_local! {
+    /// This transaction's open claims, oldest first.
+    static CLAIMS: RefCell<Vec<Claim>> = const { RefCell::new(Vec::new()) };
+
+    static CALLBACKS_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records that the band rows at `tids` of the open band table `band` were written for the row
+/// with id `id`.
+pub(super) fn record(band: pg_sys::Relation, id: i64, tids: Vec<pg_sys::ItemPointerData>) {
+    if !CALLBACKS_REGISTERED.replace(true) {
+        // SAFETY: registered once per backend; the callbacks only touch `CLAIMS` and relations
+        // of the current transaction.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(on_xact), std::ptr::null_mut());
+            pg_sys::RegisterSubXactCallback(Some(on_subxact), std::ptr::null_mut());
+        }
+    }
+    // SAFETY: `band` is open.
+    let (oid, file) = unsafe { ((*band).rd_id, (*(*band).rd_rel).relfilenode) };
+    let claim = Claim {
+        band: oid,
+        file,
+        id,
+        tids,
+        // SAFETY: inside a transaction.
+        subxact: unsafe { pg_sys::GetCurrentSubTransactionId() },
+    };
+    CLAIMS.with_borrow_mut(|claims| {
+        capacity::push(claims, claim, "claimed rows").unwrap_or_else(|e| e.fail());
+    });
+}
+
+/// Whether this transaction has open claims on band table `band`.
+pub(super) fn any(band: pg_sys::Oid) -> bool {
+    CLAIMS.with_borrow(|claims| claims.iter().any(|c| c.band == band))
+}
+
+/// For an INSERT's row with id `id` whose band rows are `rows`: true if the latest claim of that
+/// id holds exactly those rows, still live, which then stay as the row's band rows; false
+/// otherwise (after releasing that claim, if there was one), and the caller writes them.
+pub(super) fn take(band: pg_sys::Relation, id: i64, rows: &mut [[i64; 4]]) -> bool {
+    let Some(claim) = remove_latest(band, id) else {
+        return false;
+    };
+    let mut live = Vec::new();
+    // SAFETY: `band` is open with RowExclusiveLock; the claim's rows were written by this
+    // transaction into the same relfilenode.
+    unsafe {
+        if claim.file == (*(*band).rd_rel).relfilenode {
+            for tid in &claim.tids {
+                if let Some(row) = fetch_own(band, *tid) {
+                    live.push((*tid, row));
+                }
+            }
+        }
+    }
+    let mut found: Vec<[i64; 4]> = live.iter().map(|(_, row)| *row).collect();
+    found.sort_unstable();
+    rows.sort_unstable();
+    if live.len() == claim.tids.len() && found == rows {
+        return true;
+    }
+    for (tid, _) in live {
+        // SAFETY: a live row this transaction wrote, of the open band table.
+        unsafe { delete_own(band, tid) };
+    }
+    false
+}
+
+/// Deletes the rows of the latest claim of id `id` on the open band table `band`, if any (the
+/// row it was made for is written by an UPDATE, whose band rows the sync trigger rewrites).
+pub(super) fn release(band: pg_sys::Relation, id: i64) {
+    if let Some(claim) = remove_latest(band, id) {
+        // SAFETY: `band` is open with RowExclusiveLock.
+        unsafe { delete_live(band, &claim) };
+    }
+}
+
+/// Removes the latest claim of `id` on `band` from the list.
+fn remove_latest(band: pg_sys::Relation, id: i64) -> Option<Claim> {
+    // SAFETY: `band` is open.
+    let oid = unsafe { (*band).rd_id };
+    CLAIMS.with_borrow_mut(|claims| {
+        let at = claims.iter().rposition(|c| c.band == oid && c.id == id)?;
+        Some(claims.remove(at))
+    })
+}
+
+/// Deletes the rows of `claim` that are still live.
+///
+/// # Safety
+/// `band` is the claim's band table, open with RowExclusiveLock.
+unsafe fn delete_live(band: pg_sys::Relation, claim: &Claim) {
+    // SAFETY: per the contract; a TID is used only in the relfilenode it was written to.
+    unsafe {
+        if claim.file != (*(*band).rd_rel).relfilenode {
+            return;
+        }
+        for tid in &claim.tids {
+            pg_sys::check_for_interrupts!();
+            if fetch_own(band, *tid).is_some() {
+                delete_own(band, *tid);
+            }
+        }
+    }
+}
+
+/// Deletes the row at `tid`, which this transaction wrote, maybe in the current command: the
+/// command counter moves on first, as between two statements, so that the row is visible to
+/// the delete.
+///
+/// # Safety
+/// `band` is open with RowExclusiveLock; the row at `tid` is live and this transaction's.
+unsafe fn delete_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) {
+    // SAFETY: per the contract.
+    unsafe {
+        pg_sys::CommandCounterIncrement();
+        pg_sys::simple_heap_delete(band, &tid as *const _ as *mut _);
+    }
+}
+
+/// The band row `(id, key, sketch1, sketch2)` at `tid`, if this transaction wrote it and has not
+/// deleted it.
+///
+/// # Safety
+/// `band` is a band table (its live columns four int8s), open, in this transaction; `tid` was
+/// written to its current relfilenode.
+unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Option<[i64; 4]> {
+    // SAFETY: per the contract. The TID's block exists (nothing shrinks a relfilenode while a
+    // transaction's own rows in it are live); heap_fetch checks the line pointer, and pins the
+    // buffer only when it returns true.
+    unsafe {
+        let mut tuple = pg_sys::HeapTupleData {
+            t_self: tid,
+            ..Default::default()
+        };
+        let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+        let snapshot = std::ptr::addr_of_mut!(pg_sys::SnapshotSelfData);
+        if !pg_sys::heap_fetch(band, snapshot, &mut tuple, &mut buffer, false) {
+            return None;
+        }
+        let own =
+            pg_sys::TransactionIdIsCurrentTransactionId((*tuple.t_data).t_choice.t_heap.t_xmin);
+        let desc = (*band).rd_att;
+        let mut row = [0i64; 4];
+        let mut live = 0;
+        for attno in 1..=(*desc).natts {
+            let attr = &*(*desc).attrs.as_ptr().add(attno as usize - 1);
+            if attr.attisdropped || live == row.len() {
+                continue;
+            }
+            let mut is_null = false;
+            let value = pg_sys::heap_getattr(&mut tuple, attno, desc, &mut is_null);
+            row[live] = if is_null {
+                i64::MIN
+            } else {
+                value.value() as i64
+            };
+            live += 1;
+        }
+        pg_sys::ReleaseBuffer(buffer);
+        own.then_some(row)
+    }
+}
+
+/// Releases every open claim before the transaction commits or is prepared; forgets them when
+/// it ends.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut c_void) {
+    match event {
+        pg_sys::XactEvent::XACT_EVENT_PRE_COMMIT | pg_sys::XactEvent::XACT_EVENT_PRE_PREPARE => {
+            let claims = CLAIMS.take();
+            for claim in &claims {
+                // SAFETY: still inside the transaction that wrote the rows; the lock taken
+                // when they were written is held.
+                unsafe {
+                    let band =
+                        pg_sys::try_table_open(claim.band, pg_sys::RowExclusiveLock as c_int);
+                    if !band.is_null() {
+                        delete_live(band, claim);
+                        pg_sys::table_close(band, pg_sys::NoLock as c_int);
+                    }
+                }
+            }
+        }
+        _ => CLAIMS.with_borrow_mut(Vec::clear),
+    }
+}
+
+/// A subtransaction that rolls back takes its claims with it; one that commits hands them to
+/// its parent.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_subxact(
+    event: pg_sys::SubXactEvent::Type,
+    subxact: pg_sys::SubTransactionId,
+    parent: pg_sys::SubTransactionId,
+    _arg: *mut c_void,
+) {
+    CLAIMS.with_borrow_mut(|claims| match event {
+        pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => claims.retain(|c| c.subxact != subxact),
+        pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => {
+            for claim in claims.iter_mut().filter(|c| c.subxact == subxact) {
+                claim.subxact = parent;
+            }
+        }
+        _ => {}
+    });
+}
