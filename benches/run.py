@@ -322,13 +322,14 @@ CREATE TABLE questions (
 """
 
 
-def pgbench(pgbench_bin, script, seconds, log_dir=None, protocol="prepared"):
-    """Transactions/s of one pgbench session running `script`. Statements are prepared once and
-    executed with parameters, as client drivers do (psycopg, JDBC and asyncpg prepare repeated
-    statements); protocol="simple" parses and plans every statement anew."""
+def pgbench(pgbench_bin, script, seconds, log_dir=None, protocol="prepared", clients=1):
+    """Transactions/s of `clients` pgbench sessions running `script`. Statements are prepared
+    once and executed with parameters, as client drivers do (psycopg, JDBC and asyncpg prepare
+    repeated statements); protocol="simple" parses and plans every statement anew."""
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
         f.write(script)
-    args = [pgbench_bin, "-n", "-M", protocol, "-c", "1", "-T", str(seconds), "-f", f.name, "bench"]
+    args = [pgbench_bin, "-n", "-M", protocol, "-c", str(clients), "-j", str(min(clients, 2)),
+            "-T", str(seconds), "-f", f.name, "bench"]
     if log_dir:
         args += ["--log", f"--log-prefix={log_dir}/lat"]
     out = subprocess.run(args, capture_output=True, text=True, cwd=log_dir or None)
@@ -393,11 +394,11 @@ def scale(rows, pgbench_bin, quick):
             f"{d[2]:,.0f} waits for WAL buffers), {d[4]:,.0f} blocks read, {d[3]:,.0f} written by the "
             f"backend; host CPU idle {share(3):.0f}%, iowait {share(4):.0f}%, steal {share(7):.0f}%")
 
-    def inserted(script, name, protocol="prepared"):
+    def inserted(script, name, protocol="prepared", clients=1):
         """Rows/s of `script` over `seconds`, after checking that every transaction inserted."""
         before = int(psql("SELECT count(*) FROM questions"))
         start = counters()
-        rate = pgbench(pgbench_bin, script, seconds, protocol=protocol)
+        rate = pgbench(pgbench_bin, script, seconds, protocol=protocol, clients=clients)
         phase_line(name, rate, start, counters())
         added = int(psql("SELECT count(*) FROM questions")) - before
         if added < rate * seconds * 0.9:
@@ -422,6 +423,9 @@ def scale(rows, pgbench_bin, quick):
         flagged += int(psql("SELECT count(duplicate_of) FROM questions")) - before
     plain, insert = float(np.median(plains)), float(np.median(inserts))
     simple = inserted(next_script, "with the flag trigger, simple protocol", protocol="simple")
+    # 8 writers of distinct questions at once: the duplicate check must not make unrelated
+    # inserts wait for one another
+    writers = inserted(next_script, "with the flag trigger, 8 writers", clients=8)
     listed = lambda rates: ", ".join(f"{r:,.0f}" for r in rates)
     say(f"single-session inserts of new questions with minhash_flag_duplicate: {insert:,.0f} rows/s, "
         f"median of {len(inserts)} phase(s) of {seconds} s ({listed(inserts)}); {flagged} of "
@@ -429,6 +433,7 @@ def scale(rows, pgbench_bin, quick):
         f"flag trigger (median of {listed(plains)}); statements prepared once, as drivers do")
     say(f"  the same with the flag trigger, each INSERT sent as plain text (parsed and planned every "
         f"time): {simple:,.0f} rows/s")
+    say(f"  the same with the flag trigger, 8 sessions at once (2 cores): {writers:,.0f} rows/s")
     # The procedure of earlier runs, for comparison: a random pending question each time, so
     # that about half the inserts repeat a question inserted seconds before (exact duplicates).
     redrawn = pgbench(pgbench_bin, f"\\set n random({rows + 1}, {rows + min(fresh, 100_000)})\n"
@@ -437,6 +442,7 @@ def scale(rows, pgbench_bin, quick):
     record("inserts/s with flag trigger", f"{insert:.0f}", f"no flag trigger: {plain:.0f}", ">= 2,000/s",
            None if quick else insert >= 2000)
     record("  the same, simple query protocol", f"{simple:.0f}", "", "", None)
+    record("  the same, 8 writers at once", f"{writers:.0f}", "", "", None)
     log_dir = tempfile.mkdtemp()
     os.chmod(log_dir, 0o777)
     pgbench(pgbench_bin, f"\\set n random(1, {rows})\n"

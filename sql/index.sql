@@ -312,6 +312,13 @@ DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
     trg text;
 BEGIN
+    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
+        RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- Readers and writers of the table go first, then nothing can hold the band table: each
+    -- of them takes the table before the band table, so dropping both cannot deadlock.
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     FOREACH trg IN ARRAY ARRAY['minhash_sync_insert', 'minhash_sync_update',
                                'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
@@ -413,9 +420,16 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
 BEGIN
+    -- Writers wait until this transaction commits. The band rows are deleted rather than
+    -- truncated: a lookup that holds the band table while it waits to write the table keeps
+    -- its lock and goes on once this commits (a TRUNCATE would wait for it: a deadlock), and a
+    -- REPEATABLE READ writer whose snapshot is older gets a serialization failure instead of
+    -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
+    -- 42501 otherwise.)
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-    -- (as the owner: the caller must have the owner's privileges, 42501 otherwise)
-    PERFORM @extschema@._minhash_as_owner(tbl, format('TRUNCATE %s', cfg.band_table));
+    PERFORM @extschema@._minhash_as_owner(tbl, format(
+        'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
+        cfg.band_table));
     RETURN @extschema@._minhash_backfill(tbl);
 END $$;
 

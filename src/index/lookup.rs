@@ -211,13 +211,18 @@ pub(super) struct IndexConfig {
 }
 
 impl IndexConfig {
-    /// The catalog row of `tbl` (see [`IndexConfig::find`]); 42704 if the table has none.
+    /// The catalog row of `tbl` (see [`IndexConfig::find`]); 42704 if the table has none
+    /// (40001 if it has one that this transaction's snapshot predates, see
+    /// [`refuse_newer_index`]).
     pub(super) fn get(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
     ) -> Rc<IndexConfig> {
         Self::find(client, fn_oid, tbl).unwrap_or_else(|| {
+            if has_sync_trigger(tbl) {
+                refuse_newer_index(tbl);
+            }
             raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
                 format!("table {} has no minhash index", regclass_name(tbl)),
@@ -262,7 +267,7 @@ impl IndexConfig {
         let sql = format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band
+                    i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8
              FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
         );
         let row = with_prepared(client, &sql, PgBuiltInOids::OIDOID, tbl.into(), |table| {
@@ -278,9 +283,24 @@ impl IndexConfig {
                 (int(4)?, int(5)?, text(6)?),
                 row.get::<f64>(7)?.expect("NOT NULL column"),
                 (int(8)?, int(9)?),
+                row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
             )))
         });
-        let ((id_column, text_column), band_table, (k, ngram, unit), threshold, banding) = row?;
+        let ((id_column, text_column), band_table, (k, ngram, unit), threshold, banding, xmax) =
+            row?;
+        // A row deleted since the snapshot was taken that names a band table dropped since: the
+        // index was dropped (and maybe created again) while the statement waited for its lock.
+        // SAFETY: a syscache lookup (always current, unlike the snapshot that read the row) and
+        // a commit log lookup of a transaction id that a row carries.
+        unsafe {
+            let xmax = pg_sys::TransactionId::from_inner(xmax as u32);
+            if pg_sys::get_rel_name(band_table).is_null()
+                && xmax != pg_sys::InvalidTransactionId
+                && pg_sys::TransactionIdDidCommit(xmax)
+            {
+                concurrent_index_change(tbl);
+            }
+        }
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
         Some(IndexConfig {
             tbl,
@@ -429,6 +449,56 @@ impl IndexConfig {
             }),
         }
         found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found
+    }
+}
+
+/// Under REPEATABLE READ and SERIALIZABLE: raises 40001, for a transaction that writes `tbl`
+/// but whose snapshot predates the index it finds now (created, or dropped and created again,
+/// while the transaction waited for the lock): what that snapshot shows of the catalog and
+/// the band table is not what the band table holds, as for a row changed after the snapshot.
+/// Returns under READ COMMITTED, where each statement's snapshot follows its locks.
+pub(super) fn refuse_newer_index(tbl: pg_sys::Oid) {
+    // SAFETY: reads the transaction's isolation level.
+    if unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32 {
+        concurrent_index_change(tbl);
+    }
+}
+
+/// Raises 40001: the index of `tbl` that the statement's snapshot shows was dropped (or
+/// dropped and created again) after that snapshot was taken, while the statement waited for
+/// its lock. Trying again sees the index as it is now.
+fn concurrent_index_change(tbl: pg_sys::Oid) -> ! {
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        format!(
+            "could not serialize access due to a concurrent change of the minhash index of {}",
+            regclass_name(tbl)
+        ),
+        "pg_minhash",
+    )
+    .set_hint("The transaction might succeed if retried.")
+    .report(PgLogLevel::ERROR);
+    unreachable!("ERROR reports do not return")
+}
+
+/// Whether `tbl` has the insert sync trigger `minhash_index_create` makes, as its relcache
+/// entry (always current, unlike a snapshot) says.
+fn has_sync_trigger(tbl: pg_sys::Oid) -> bool {
+    // SAFETY: the relation is opened with a lock (or not found) and closed again; its trigger
+    // descriptor is read while it is open.
+    unsafe {
+        let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
+        if rel.is_null() {
+            return false;
+        }
+        let desc = (*rel).trigdesc;
+        let found = !desc.is_null()
+            && (0..(*desc).numtriggers as usize).any(|i| {
+                let trigger = &*(*desc).triggers.add(i);
+                CStr::from_ptr(trigger.tgname).to_bytes() == b"minhash_sync_insert"
+            });
+        pg_sys::table_close(rel, pg_sys::NoLock as i32);
         found
     }
 }

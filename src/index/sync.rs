@@ -28,7 +28,8 @@ use crate::sql::error::raise;
 use super::band_entry;
 use super::claim;
 use super::lookup::{
-    column, qualified_name, regclass_name, varlena_bytes, IndexConfig, COLUMNS_HINT,
+    column, qualified_name, refuse_newer_index, regclass_name, varlena_bytes, IndexConfig,
+    COLUMNS_HINT,
 };
 use super::owner::as_owner;
 
@@ -84,6 +85,8 @@ fn _minhash_sync<'a>(
     });
     let cfg = Spi::connect(|client| IndexConfig::find(client, trigger.trigger().tgfoid, tbl))
         .unwrap_or_else(|| {
+            // (our trigger fired: the index exists, but not in this transaction's snapshot)
+            refuse_newer_index(tbl);
             raise(
                 PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
                 format!(
@@ -439,6 +442,8 @@ impl BandTable {
         unsafe {
             let rel = pg_sys::try_table_open(cfg.band_table, pg_sys::RowExclusiveLock as c_int);
             if rel.is_null() {
+                // (the catalog row this transaction's snapshot shows was dropped since)
+                refuse_newer_index(tbl);
                 raise(
                     PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
                     format!("the band table of {} does not exist", regclass_name(tbl)),
