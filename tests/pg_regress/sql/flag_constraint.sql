@@ -1,0 +1,92 @@
+-- minhash_flag_duplicate as a constraint: rows of the same statement are compared, the row's
+-- band rows are written before the check and stay exact whatever happens to the row
+-- (ON CONFLICT, a later BEFORE trigger, a rolled-back savepoint), and a 23505 names the
+-- schema, table and constraint (the trigger). Concurrent writers: tests/constraint/run.sh.
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.fields(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE s text; t text; c text;
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN unique_violation THEN
+    GET STACKED DIAGNOSTICS s = SCHEMA_NAME, t = TABLE_NAME, c = CONSTRAINT_NAME;
+    RETURN SQLSTATE || ': schema ' || s || ', table ' || t || ', constraint ' || c;
+END $$;
+
+CREATE TABLE flagged (id int PRIMARY KEY, body text, duplicate_of int);
+CREATE TABLE strict (id int PRIMARY KEY, body text);
+SELECT minhash_index_create('flagged', 'id', 'body') IS NOT NULL AS created;
+SELECT minhash_index_create('strict', 'id', 'body') IS NOT NULL AS created;
+CREATE VIEW health AS
+    SELECT t.tbl, c.missing, c.orphaned
+    FROM (VALUES ('flagged'::regclass), ('strict')) t(tbl), LATERAL minhash_index_check(t.tbl) c;
+CREATE TRIGGER flagged_dup BEFORE INSERT OR UPDATE ON flagged
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
+CREATE TRIGGER strict_unique BEFORE INSERT OR UPDATE ON strict
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate(NULL, NULL, 'reject');
+
+-- Rows of one statement are compared with each other: the later one is flagged, or refused.
+INSERT INTO flagged VALUES (1, 'How do I reverse a string in Python?'),
+                           (2, 'How do I reverse a string in Python??'),
+                           (3, 'What is the capital of France?')
+RETURNING *;
+SELECT pg_temp.fields($$INSERT INTO strict VALUES (1, 'How do I reverse a string in Python?'),
+                                                 (2, 'How do I reverse a string in Python??')$$);
+INSERT INTO strict VALUES (1, 'How do I reverse a string in Python?');
+-- a unique violation's fields: schema, table, and the trigger as the constraint
+SELECT pg_temp.fields($$INSERT INTO strict VALUES (2, 'how do I reverse a string in python')$$);
+SELECT * FROM health;
+
+-- A row that ON CONFLICT does not insert leaves no band rows behind once the transaction
+-- commits (until then they are there, and minhash_index_check counts them as orphaned); nor does
+-- one that ON CONFLICT turns into an update.
+BEGIN;
+INSERT INTO flagged VALUES (1, 'A text that is never inserted at all') ON CONFLICT (id) DO NOTHING;
+SELECT * FROM health;
+COMMIT;
+INSERT INTO flagged VALUES (3, 'Which is the capital of France?')
+ON CONFLICT (id) DO UPDATE SET body = excluded.body || ' (edited)' RETURNING *;
+SELECT * FROM health;
+
+-- A BEFORE trigger that fires after the flag trigger (names sort) may skip the row or change
+-- its text: the band rows follow the row that is written.
+CREATE FUNCTION pg_temp.skip_or_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.body LIKE 'skip%' THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.body LIKE 'change%' THEN
+        NEW.body := 'Completely different words about gardening tomatoes';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER zz_after_flag BEFORE INSERT OR UPDATE ON flagged
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.skip_or_change();
+INSERT INTO flagged VALUES (10, 'skip this row, it never arrives'),
+                           (11, 'change this row before it is written');
+SELECT id, body FROM flagged WHERE id >= 10;
+SELECT count(*) AS similar_to_written FROM minhash_similar('flagged', 'Completely different words about gardening tomatoes');
+SELECT * FROM health;
+DROP TRIGGER zz_after_flag ON flagged;
+
+-- A savepoint rolled back takes the row and its band rows; the same row written again after
+-- it is indexed once.
+BEGIN;
+SAVEPOINT a;
+INSERT INTO flagged VALUES (20, 'Where can I buy cheap train tickets to Vienna?');
+ROLLBACK TO a;
+INSERT INTO flagged VALUES (20, 'Where can I buy cheap train tickets to Vienna?');
+SAVEPOINT b;
+INSERT INTO flagged VALUES (21, 'Where can I buy cheap train tickets to Vienna??') RETURNING *;
+RELEASE b;
+COMMIT;
+SELECT * FROM health;
+
+-- Updates that change the text write new band rows; an id that moves is never its own duplicate.
+UPDATE flagged SET body = body || ' Thanks!' WHERE id IN (20, 21) RETURNING *;
+UPDATE flagged SET id = 30 WHERE id = 20 RETURNING *;
+DELETE FROM flagged WHERE id = 30;
+SELECT * FROM health;
+
+DROP VIEW health;
+DROP TABLE flagged, strict;
