@@ -27,6 +27,7 @@ use crate::sql::error::raise;
 use crate::sql::interrupts;
 
 use super::owner::{as_owner, relation_owner};
+use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
@@ -595,7 +596,8 @@ enum FlagMode {
 /// Trigger function for `BEFORE INSERT OR UPDATE ... FOR EACH ROW`, with arguments `(column,
 /// threshold, mode)`: in `'flag'` mode (the default) `column` of the new row gets the id of the
 /// original, the row with the smallest id among the other rows at or above `threshold`
-/// (NULL, `'null'` or `''`: the index's), or NULL; in `'reject'` mode such a row is refused
+/// (NULL, `'null'` or `''`: the index's), or NULL (an INSERT that matches no row keeps the
+/// value it gives, so restored rows keep their flags); in `'reject'` mode such a row is refused
 /// with SQLSTATE 23505. An UPDATE is checked again only when it changes the text (byte for
 /// byte), so a flag set or cleared by hand stays as it is; a row is never compared with itself,
 /// under its old id or its new one.
@@ -638,7 +640,23 @@ fn minhash_flag_duplicate<'a>(
     // SAFETY: a row trigger's relation is open while it fires.
     let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
     let checked = Spi::connect(|client| {
-        let cfg = IndexConfig::get(client, trigger.trigger().tgfoid, tbl);
+        let fn_oid = trigger.trigger().tgfoid;
+        let cfg = match IndexConfig::find(client, fn_oid, tbl) {
+            Some(cfg) => cfg,
+            // A data-only restore may load an indexed table before its catalog row: its rows
+            // stay as they were dumped, as in a full restore.
+            // SAFETY: the trigger descriptor of the open relation; the function running now.
+            None if unsafe {
+                has_sync_trigger(
+                    (*data.tg_relation).trigdesc,
+                    pg_sys::get_func_namespace(fn_oid),
+                )
+            } =>
+            {
+                return None
+            }
+            None => IndexConfig::get(client, fn_oid, tbl),
+        };
         let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
         // SAFETY: an UPDATE row trigger has both rows, described by `tupdesc`.
         if update && unsafe { same_bytes(data, tupdesc, text_attno) } {
@@ -715,6 +733,8 @@ fn minhash_flag_duplicate<'a>(
             }
             Ok(Some(new))
         }
+        // an INSERT that matches no row keeps the value it gives (a restored row, its flag)
+        FlagMode::Flag(..) if best.is_none() && !update => Ok(Some(new)),
         FlagMode::Flag(attno, typid, typmod) => {
             let mut new = new;
             let datum = best.map(|(id, _)| id_datum(id, typid, typmod));
