@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: core unit, property and statistical tests plus the in-database
 # #[pg_test]s (one `cargo pgrx test` run), then the pg_regress suite in tests/pg_regress, then
-# the concurrency test in tests/concurrency, the pg_dump round trip in tests/dump and the
-# huge-input run under an address-space limit in tests/limits.
+# the concurrency test in tests/concurrency, the pg_dump and pg_restore paths in tests/dump,
+# logical replication in tests/replication and the huge-input run under an address-space limit
+# in tests/limits.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
 # throwaway directories.
 set -euo pipefail
@@ -22,10 +23,11 @@ cargo pgrx test "pg$PG_MAJOR" --runas postgres --pgdata "$work/pgtest" 2>&1 | te
 bash scripts/regress.sh
 bash tests/concurrency/run.sh 10
 bash tests/dump/run.sh
+bash tests/replication/run.sh
 bash tests/limits/run.sh
 
 unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
 echo
-echo "pg_minhash: $((unit + regress + 3)) passed, 0 failed" \
-     "($unit cargo tests, $regress pg_regress files, concurrency, dump and limits runs)"
+echo "pg_minhash: $((unit + regress + 4)) passed, 0 failed" \
+     "($unit cargo tests, $regress pg_regress files, concurrency, dump, replication and limits runs)"
