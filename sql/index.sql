@@ -48,6 +48,64 @@ CREATE TRIGGER minhash_indexes_changed AFTER INSERT OR UPDATE OR DELETE ON @exts
 CREATE TRIGGER minhash_indexes_truncated AFTER TRUNCATE ON @extschema@.minhash_indexes
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_catalog_changed();
 
+-- pg_dump carries no dependency of a band table on its table and on the extension (pg_depend
+-- is not dumped); a restore gets them back here. Links every band table of the catalog that
+-- lacks them, where the current user has the privileges of the owner of both (anyone else's
+-- are left for their owner's restore). Called after rows are added to the catalog (a full or
+-- data-only restore copies them in) and after ALTER TABLE on the catalog (pg_restore
+-- --disable-triggers enables its triggers again after the copy).
+CREATE FUNCTION @extschema@._minhash_relink()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    link record;
+BEGIN
+    FOR link IN
+        SELECT i.tbl, i.band_table FROM @extschema@.minhash_indexes i
+        JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
+        WHERE b.relowner = t.relowner AND pg_has_role(t.relowner, 'USAGE')
+          AND NOT EXISTS (SELECT FROM pg_depend d
+                          WHERE d.classid = 'pg_class'::regclass AND d.objid = i.band_table
+                            AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.tbl)
+    LOOP
+        PERFORM @extschema@._minhash_link_band_table(link.tbl, link.band_table);
+    END LOOP;
+END $$;
+
+CREATE FUNCTION @extschema@._minhash_catalog_loaded()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._minhash_relink();
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER minhash_indexes_loaded AFTER INSERT ON @extschema@.minhash_indexes
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_catalog_loaded();
+
+-- A data-only restore into a table that has an index already copies in a second catalog row
+-- for it: the index there stands, and the row is skipped (its band rows are dropped by the
+-- band table's load trigger, src/index/restore.rs). minhash_index_create refuses a second
+-- index before it gets here.
+CREATE FUNCTION @extschema@._minhash_catalog_insert()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = NEW.tbl) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER minhash_indexes_kept BEFORE INSERT ON @extschema@.minhash_indexes
+    FOR EACH ROW EXECUTE FUNCTION @extschema@._minhash_catalog_insert();
+
 -- The catalog row of tbl, or an error naming the table.
 CREATE FUNCTION @extschema@._minhash_index(tbl regclass)
 RETURNS @extschema@.minhash_indexes
@@ -171,6 +229,18 @@ BEGIN
         RAISE EXCEPTION '% is a temporary table', tbl USING ERRCODE = 'feature_not_supported',
             HINT = 'Index a permanent or unlogged table.';
     END IF;
+    -- (the Rust side reads text as UTF-8; the contract hashes UTF-8 bytes)
+    IF pg_catalog.getdatabaseencoding() <> 'UTF8' THEN
+        RAISE EXCEPTION 'database encoding % is not supported', pg_catalog.getdatabaseencoding()
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index needs a UTF8 database: CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0.';
+    END IF;
+    -- (a query of a parent reads its children's rows, which the triggers of the parent never see)
+    IF EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = tbl OR h.inhparent = tbl) THEN
+        RAISE EXCEPTION '% has inheritance parents or children', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a table that neither inherits nor is inherited from, nor is a partition.';
+    END IF;
     IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
     END IF;
@@ -281,9 +351,18 @@ BEGIN
 
     PERFORM @extschema@._minhash_backfill(tbl);
     -- A lookup reads and filters candidates from this index alone (an index-only scan); the
-    -- sync trigger deletes band rows through it. PostgreSQL builds it and analyzes the band
-    -- table as the band table's owner.
+    -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
+    -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
+    -- row's id may still be there. The band table's replica identity is its whole row (four
+    -- int8s), so UPDATE and DELETE on the table work under a publication that includes the
+    -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
+    -- owner.
     EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
+    -- Rows a data-only restore copies into the band table after the sync triggers indexed
+    -- the table are dropped (src/index/restore.rs).
+    EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
+                    FOR EACH ROW EXECUTE FUNCTION @extschema@._minhash_band_load()', band);
     EXECUTE format('ANALYZE %s', band);
     RETURN band;
 END $$;
@@ -303,7 +382,9 @@ BEGIN
     END IF;
 END $$;
 
-CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass)
+-- A minhash_flag_duplicate trigger on the table looks rows up in the index, like a
+-- constraint's index: dropping the index refuses while one exists, or drops it too (cascade).
+CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -311,6 +392,7 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
     trg text;
+    flags text[];
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
         RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
@@ -319,6 +401,19 @@ BEGIN
     -- Readers and writers of the table go first, then nothing can hold the band table: each
     -- of them takes the table before the band table, so dropping both cannot deadlock.
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
+    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure;
+    IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
+        RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  DETAIL = (SELECT string_agg(format('trigger %s on table %s depends on it', f, tbl), E'\n')
+                            FROM unnest(flags) f),
+                  HINT = format('Drop the triggers first, or use minhash_index_drop(%L, cascade => true) to drop them too.', tbl);
+    END IF;
+    FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
+        RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
+        EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
+    END LOOP;
     FOREACH trg IN ARRAY ARRAY['minhash_sync_insert', 'minhash_sync_update',
                                'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
@@ -330,10 +425,13 @@ END $$;
 -- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
 -- ALTER TABLE and every DROP, so it looks only at the catalog rows of the tables involved.
 --
--- minhash_ddl_altered (ddl_command_end, ALTER TABLE): the catalog names the id and text
--- columns, so an ALTER TABLE that drops, renames or retypes either of them is refused (it
--- would make every later INSERT and UPDATE fail); the index has to be dropped first. A new
--- owner of the table becomes the owner of its band table too.
+-- minhash_ddl_altered (ddl_command_end, ALTER TABLE and CREATE TABLE): the catalog names the
+-- id and text columns, so an ALTER TABLE that drops, renames or retypes either of them is
+-- refused (it would make every later INSERT and UPDATE fail); the index has to be dropped
+-- first. A new owner of the table becomes the owner of its band table too. An indexed table
+-- may not become a parent, child or partition (CREATE TABLE ... INHERITS, ALTER TABLE ...
+-- INHERIT, ATTACH PARTITION): its triggers would not see the other tables' rows. After an
+-- ALTER TABLE of the catalog itself, band tables get their dependencies back (_minhash_relink).
 --
 -- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
 -- ordinary indexes: the band table (dropped with the table through its dependency, or here if
@@ -349,11 +447,24 @@ DECLARE
     bad name;
     table_owner oid;
     dropped_name text;
+    inherited regclass;
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
     END IF;
     IF TG_EVENT = 'ddl_command_end' THEN
+        IF '@extschema@.minhash_indexes'::regclass IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c) THEN
+            PERFORM @extschema@._minhash_relink();
+        END IF;
+        -- CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT and ATTACH PARTITION
+        SELECT i.tbl INTO inherited FROM @extschema@.minhash_indexes i
+        WHERE EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = i.tbl OR h.inhparent = i.tbl)
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'table % has a minhash index and cannot take part in inheritance', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = format('Drop the index first with minhash_index_drop(%L).', inherited);
+        END IF;
         FOR cfg IN
             SELECT i.* FROM @extschema@.minhash_indexes i
             WHERE i.tbl IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
@@ -407,7 +518,7 @@ BEGIN
     END LOOP;
 END $$;
 
-CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
     EXECUTE FUNCTION @extschema@._minhash_ddl();
 CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
     EXECUTE FUNCTION @extschema@._minhash_ddl();
@@ -419,6 +530,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    n bigint;
 BEGIN
     -- Writers wait until this transaction commits. The band rows are deleted rather than
     -- truncated: a lookup that holds the band table while it waits to write the table keeps
@@ -430,7 +542,13 @@ BEGIN
     PERFORM @extschema@._minhash_as_owner(tbl, format(
         'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
         cfg.band_table));
-    RETURN @extschema@._minhash_backfill(tbl);
+    -- (the load trigger would keep every row, at the cost of one call per band row)
+    PERFORM @extschema@._minhash_as_owner(tbl, format(
+        'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
+    n := @extschema@._minhash_backfill(tbl);
+    PERFORM @extschema@._minhash_as_owner(tbl, format(
+        'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
+    RETURN n;
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)

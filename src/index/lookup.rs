@@ -27,6 +27,7 @@ use crate::sql::error::raise;
 use crate::sql::interrupts;
 
 use super::owner::{as_owner, relation_owner};
+use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
 use super::sync::claim_band_rows;
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
@@ -220,8 +221,18 @@ impl IndexConfig {
         tbl: pg_sys::Oid,
     ) -> Rc<IndexConfig> {
         Self::find(client, fn_oid, tbl).unwrap_or_else(|| {
-            if has_sync_trigger(tbl) {
-                refuse_newer_index(tbl);
+            // SAFETY: the relation is opened with a lock (or not found) and closed again; its
+            // trigger descriptor is read while it is open.
+            unsafe {
+                let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
+                if !rel.is_null() {
+                    let schema = pg_sys::get_func_namespace(fn_oid);
+                    let indexed = has_sync_trigger((*rel).trigdesc, schema);
+                    pg_sys::table_close(rel, pg_sys::NoLock as i32);
+                    if indexed {
+                        refuse_newer_index(tbl);
+                    }
+                }
             }
             raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -480,27 +491,6 @@ fn concurrent_index_change(tbl: pg_sys::Oid) -> ! {
     .set_hint("The transaction might succeed if retried.")
     .report(PgLogLevel::ERROR);
     unreachable!("ERROR reports do not return")
-}
-
-/// Whether `tbl` has the insert sync trigger `minhash_index_create` makes, as its relcache
-/// entry (always current, unlike a snapshot) says.
-fn has_sync_trigger(tbl: pg_sys::Oid) -> bool {
-    // SAFETY: the relation is opened with a lock (or not found) and closed again; its trigger
-    // descriptor is read while it is open.
-    unsafe {
-        let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
-        if rel.is_null() {
-            return false;
-        }
-        let desc = (*rel).trigdesc;
-        let found = !desc.is_null()
-            && (0..(*desc).numtriggers as usize).any(|i| {
-                let trigger = &*(*desc).triggers.add(i);
-                CStr::from_ptr(trigger.tgname).to_bytes() == b"minhash_sync_insert"
-            });
-        pg_sys::table_close(rel, pg_sys::NoLock as i32);
-        found
-    }
 }
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
@@ -774,7 +764,8 @@ enum FlagMode {
 /// Trigger function for `BEFORE INSERT OR UPDATE ... FOR EACH ROW`, with arguments `(column,
 /// threshold, mode)`: in `'flag'` mode (the default) `column` of the new row gets the id of the
 /// original, the row with the smallest id among the other rows at or above `threshold`
-/// (NULL, `'null'` or `''`: the index's), or NULL; in `'reject'` mode such a row is refused
+/// (NULL, `'null'` or `''`: the index's), or NULL (an INSERT that matches no row keeps the
+/// value it gives, so restored rows keep their flags); in `'reject'` mode such a row is refused
 /// with SQLSTATE 23505. An UPDATE is checked again only when it changes the text (byte for
 /// byte), so a flag set or cleared by hand stays as it is; a row is never compared with itself,
 /// under its old id or its new one.
@@ -817,7 +808,25 @@ fn minhash_flag_duplicate<'a>(
     // SAFETY: a row trigger's relation is open while it fires.
     let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
     let checked = Spi::connect(|client| {
-        let cfg = IndexConfig::get(client, trigger.trigger().tgfoid, tbl);
+        let fn_oid = trigger.trigger().tgfoid;
+        let cfg = match IndexConfig::find(client, fn_oid, tbl) {
+            Some(cfg) => cfg,
+            // A data-only restore may load an indexed table before its catalog row: its rows
+            // stay as they were dumped, as in a full restore.
+            // SAFETY: the trigger descriptor of the open relation; the function running now.
+            None if unsafe {
+                has_sync_trigger(
+                    (*data.tg_relation).trigdesc,
+                    pg_sys::get_func_namespace(fn_oid),
+                )
+            } =>
+            {
+                // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
+                refuse_newer_index(tbl);
+                return None;
+            }
+            None => IndexConfig::get(client, fn_oid, tbl),
+        };
         let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
         // SAFETY: an UPDATE row trigger has both rows, described by `tupdesc`.
         if update && unsafe { same_bytes(data, tupdesc, text_attno) } {
@@ -850,7 +859,9 @@ fn minhash_flag_duplicate<'a>(
         let conflicts = match (doc, &entry) {
             (Some(doc), Some(entry)) => as_owner(owner, || {
                 if let Some(id) = own_ids[0] {
-                    claim_band_rows(&cfg, tbl, owner, id, &entry.0, entry.1);
+                    // SAFETY: the function running now exists.
+                    let schema = unsafe { pg_sys::get_func_namespace(fn_oid) };
+                    claim_band_rows(&cfg, (tbl, owner, schema), id, &entry.0, entry.1);
                 }
                 cfg.conflicts(doc, entry, threshold, &own_ids)
             }),
@@ -923,6 +934,8 @@ fn minhash_flag_duplicate<'a>(
             }
             Ok(Some(new))
         }
+        // an INSERT that matches no row keeps the value it gives (a restored row, its flag)
+        FlagMode::Flag(..) if conflicts.is_empty() && !update => Ok(Some(new)),
         FlagMode::Flag(attno, typid, typmod) => {
             let mut new = new;
             let datum = original(&mut conflicts.iter()).map(|(id, _)| id_datum(id, typid, typmod));

@@ -20,6 +20,7 @@ const FETCH_ROWS: i32 = 10_000;
 mod claim;
 mod lookup;
 mod owner;
+mod restore;
 mod scan;
 mod sync;
 #[cfg(any(test, feature = "pg_test"))]

@@ -5,7 +5,8 @@
 //! It trusts nothing about how it was fired. The firing table must have a catalog row, the
 //! trigger must be one of ours by name and fire on the event its name says, and the statement's
 //! rows come only from the transition tables in the trigger data; otherwise it refuses with
-//! 39P01. The band table must still be the plain table `minhash_index_create` made, owned by
+//! 39P01, except that an INSERT into a table without a catalog row does nothing (a data-only
+//! restore loads some tables before the catalog; see `restore`). The band table must still be the plain table `minhash_index_create` made, owned by
 //! the table's owner (55000 and 42501 otherwise). Then, as the table's owner inside a
 //! security-restricted operation (`owner`), it writes the band rows of new rows straight into
 //! the band table's heap (many rows per call) and indexes, as COPY does, and deletes those of
@@ -32,6 +33,7 @@ use super::lookup::{
     COLUMNS_HINT,
 };
 use super::owner::as_owner;
+use super::restore::only_load_trigger;
 
 /// Band rows gathered before they go to the heap in one `heap_multi_insert` (COPY's batch).
 const INSERT_BATCH: usize = 1000;
@@ -83,29 +85,34 @@ fn _minhash_sync<'a>(
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
         )
     });
-    let cfg = Spi::connect(|client| IndexConfig::find(client, trigger.trigger().tgfoid, tbl))
-        .unwrap_or_else(|| {
-            // (our trigger fired: the index exists, but not in this transaction's snapshot)
-            refuse_newer_index(tbl);
-            raise(
-                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                format!(
-                    "_minhash_sync() was fired on {}, which has no minhash index",
-                    regclass_name(tbl)
-                ),
-                Some(
-                    "Only the triggers minhash_index_create() makes may call _minhash_sync()."
-                        .into(),
-                ),
-            )
-        });
+    let cfg = Spi::connect(|client| IndexConfig::find(client, trigger.trigger().tgfoid, tbl));
+    if cfg.is_none() {
+        // (our trigger fired: the index exists, maybe not in this transaction's snapshot)
+        refuse_newer_index(tbl);
+    }
+    // A data-only restore may load a table before the catalog row of its index; the band rows
+    // come from the dump then (see `restore`).
+    if cfg.is_none() && event == Event::Insert {
+        return Ok(None);
+    }
+    let cfg = cfg.unwrap_or_else(|| {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            format!(
+                "_minhash_sync() was fired on {}, which has no minhash index",
+                regclass_name(tbl)
+            ),
+            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
+        )
+    });
     // SAFETY: as above.
     let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
     as_owner(owner, || {
         // SAFETY: the band table is opened and locked as a DELETE or INSERT would, checked, and
         // closed again by `BandTable`; the transition tables are those of this trigger event.
         unsafe {
-            let band = BandTable::open(&cfg, tbl, owner);
+            let schema = pg_sys::get_func_namespace(trigger.trigger().tgfoid);
+            let band = BandTable::open(&cfg, tbl, owner, schema);
             match event {
                 Event::Insert => {
                     insert_band_rows(data, &cfg, &band, data.tg_newtable, None);
@@ -355,19 +362,18 @@ unsafe fn insert_band_rows(
 }
 
 /// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
-/// by `owner`) now, as a claim (see `claim`): for `minhash_flag_duplicate`, before it checks the
-/// row. As the table's owner.
+/// by `owner`, indexed by the extension in `schema`) now, as a claim (see `claim`): for
+/// `minhash_flag_duplicate`, before it checks the row. As the table's owner.
 pub(super) fn claim_band_rows(
     cfg: &IndexConfig,
-    tbl: pg_sys::Oid,
-    owner: pg_sys::Oid,
+    (tbl, owner, schema): (pg_sys::Oid, pg_sys::Oid, pg_sys::Oid),
     id: i64,
     keys: &[i64],
     sketch: BandSketch,
 ) {
     // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
     unsafe {
-        let band = BandTable::open(cfg, tbl, owner);
+        let band = BandTable::open(cfg, tbl, owner, schema);
         let mut writer = band.writer();
         writer.tids = Some(Vec::with_capacity(keys.len()));
         for &key in keys {
@@ -418,12 +424,18 @@ struct BandTable {
 
 impl BandTable {
     /// Opens the band table of `cfg` with RowExclusiveLock, as an INSERT or DELETE would, and
-    /// refuses it unless it is the plain table `minhash_index_create` made, owned by `owner`
-    /// (see the module documentation).
+    /// refuses it unless it is the plain table `minhash_index_create` made, owned by `owner`,
+    /// with no trigger but its load trigger of the extension in `schema` (see the module
+    /// documentation).
     ///
     /// # Safety
     /// Within a transaction; the relation stays open until `close` or the transaction's end.
-    unsafe fn open(cfg: &IndexConfig, tbl: pg_sys::Oid, owner: pg_sys::Oid) -> BandTable {
+    unsafe fn open(
+        cfg: &IndexConfig,
+        tbl: pg_sys::Oid,
+        owner: pg_sys::Oid,
+        schema: pg_sys::Oid,
+    ) -> BandTable {
         let altered = |why: &str| -> ! {
             raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -470,7 +482,7 @@ impl BandTable {
             {
                 altered("is no longer a plain heap table");
             }
-            if !(*rel).trigdesc.is_null() {
+            if !only_load_trigger((*rel).trigdesc, schema) {
                 altered("has triggers");
             }
             if !(*rel).rd_rules.is_null() {

@@ -41,5 +41,5 @@ ROLLBACK;
 SELECT * FROM minhash_index_check('dropme');
 INSERT INTO dropme VALUES (3, 'the quick brown fox jumps!', NULL);
 SELECT id, dup FROM dropme ORDER BY id;
-SELECT minhash_index_drop('dropme');
+SELECT minhash_index_drop('dropme', cascade => true);
 DROP TABLE dropme;

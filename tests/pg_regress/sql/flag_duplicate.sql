@@ -124,5 +124,5 @@ SELECT pg_temp.try($$INSERT INTO posts (id, headline) VALUES (10, 'Anything')$$)
 SET session_replication_role = replica;
 ALTER TABLE posts RENAME COLUMN headline TO title;
 RESET session_replication_role;
-SELECT minhash_index_drop('posts');
+SELECT minhash_index_drop('posts', cascade => true);
 DROP TABLE posts;

@@ -60,7 +60,10 @@ SELECT * FROM health, indexed;
 ALTER TABLE notes DISABLE TRIGGER minhash_sync_insert;
 INSERT INTO notes VALUES (2, 'written while the trigger was off');
 ALTER TABLE notes ENABLE TRIGGER minhash_sync_insert;
+-- (its load trigger drops rows written into the band table of an indexed table by SQL)
+ALTER TABLE notes_minhash_bands DISABLE TRIGGER minhash_bands_load;
 INSERT INTO notes_minhash_bands VALUES (99, 12345, 0, 0);
+ALTER TABLE notes_minhash_bands ENABLE TRIGGER minhash_bands_load;
 SELECT * FROM health;
 -- a wrong sketch is damage too: one band row of row 1 missing, one orphaned
 UPDATE notes_minhash_bands SET sketch2 = sketch2 # 1

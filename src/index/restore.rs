@@ -1,0 +1,192 @@
+//! Keeping an index exact through `pg_dump` and `pg_restore`.
+//!
+//! A dump holds an indexed table's rows, its band table's rows (computed under the dumped
+//! catalog row, from the same snapshot) and the catalog row, as three separate `COPY`s whose
+//! order follows the names. A full restore loads all three before it creates the triggers, so
+//! the band rows arrive as they were. A data-only restore into an existing schema loads them
+//! with the triggers in place (unless `--disable-triggers`): the sync triggers then index the
+//! table's rows as they arrive, and the band table's `COPY` would add every band row a second
+//! time. Its trigger `minhash_bands_load`, `BEFORE INSERT FOR EACH ROW`, decides once per
+//! statement: rows written into a band table by SQL are kept only while the sync triggers
+//! have not indexed its table (no catalog row yet, or rows in the table and none in the band
+//! table); otherwise they are dropped, and the sync triggers' rows stand. The sync triggers
+//! write band rows directly, never through this trigger. `minhash_index_create` and
+//! `minhash_index_rebuild` fill the band table with it absent or disabled.
+
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::ffi::CStr;
+
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+
+use crate::sql::error::raise;
+
+use super::lookup::qualified_name;
+use super::owner::as_owner;
+
+/// The band table's trigger and its function.
+const LOAD_TRIGGER: &str = "minhash_bands_load";
+const LOAD_FUNCTION: &str = "_minhash_band_load";
+
+/// The sync trigger whose presence marks a table as indexed in its schema.
+const SYNC_INSERT_TRIGGER: &str = "minhash_sync_insert";
+const SYNC_FUNCTION: &str = "_minhash_sync";
+
+/// `tgtype` of a `BEFORE INSERT FOR EACH ROW` trigger (`pg_trigger.h`).
+const BEFORE_INSERT_ROW: i16 =
+    (pg_sys::TRIGGER_TYPE_ROW | pg_sys::TRIGGER_TYPE_BEFORE | pg_sys::TRIGGER_TYPE_INSERT) as i16;
+
+thread_local! {
+    /// The decision of the statement running now: (band table, statement start, command id)
+    /// and whether its rows are kept.
+    static DECISION: Cell<Option<((pg_sys::Oid, i64, u32), bool)>> = const { Cell::new(None) };
+}
+
+/// Trigger function of a band table's `minhash_bands_load` trigger (see the module
+/// documentation): the new band row, or nothing.
+#[pg_trigger]
+fn _minhash_band_load<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
+    let data = trigger.trigger_data();
+    let event = data.tg_event;
+    if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
+        || event & pg_sys::TRIGGER_EVENT_ROW == 0
+        || event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_INSERT
+    {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "_minhash_band_load() must be fired BEFORE INSERT FOR EACH ROW",
+            None,
+        );
+    }
+    // SAFETY: a trigger's relation is open while it fires; a statement's start and command id
+    // are plain reads of the transaction state.
+    let (band, owner, statement) = unsafe {
+        let rel = data.tg_relation;
+        (
+            (*rel).rd_id,
+            (*(*rel).rd_rel).relowner,
+            (
+                (*rel).rd_id,
+                pg_sys::GetCurrentStatementStartTimestamp(),
+                pg_sys::GetCurrentCommandId(false),
+            ),
+        )
+    };
+    let keep = match DECISION.get() {
+        Some((key, keep)) if key == statement => keep,
+        _ => {
+            // SAFETY: the OID of the function running now, whose pg_proc row exists.
+            let schema = unsafe { pg_sys::get_func_namespace(trigger.trigger().tgfoid) };
+            let keep = as_owner(owner, || keeps_loaded_rows(band, schema));
+            DECISION.set(Some((statement, keep)));
+            keep
+        }
+    };
+    Ok(if keep { trigger.new() } else { None })
+}
+
+/// Whether rows written into `band` by SQL are kept: unless the catalog of the extension in
+/// `schema` names it as the band table of a table that the sync triggers have indexed.
+fn keeps_loaded_rows(band: pg_sys::Oid, schema: pg_sys::Oid) -> bool {
+    // SAFETY: the schema of a running function exists; quote_identifier returns its argument
+    // or a palloc'd copy.
+    let schema = unsafe {
+        let name = pg_sys::get_namespace_name(schema);
+        CStr::from_ptr(pg_sys::quote_identifier(name))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let tbl = Spi::get_one_with_args::<pg_sys::Oid>(
+        &format!(
+            "SELECT i.tbl::pg_catalog.oid FROM {schema}.minhash_indexes i
+             WHERE i.band_table OPERATOR(pg_catalog.=) $1"
+        ),
+        &[band.into()],
+    );
+    let Ok(Some(tbl)) = tbl else {
+        return true;
+    };
+    let (tbl, band) = (qualified_name(tbl), qualified_name(band));
+    Spi::get_one::<bool>(&format!(
+        "SELECT EXISTS (SELECT FROM {tbl}) AND NOT EXISTS (SELECT FROM {band})"
+    ))
+    .unwrap_or_else(|e| {
+        raise(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            format!("reading the indexed table through SPI failed: {e}"),
+            None,
+        )
+    })
+    .unwrap_or(true)
+}
+
+/// Whether the triggers `trigdesc` (of a band table) are none, or only its load trigger of the
+/// extension in `schema`.
+///
+/// # Safety
+/// `trigdesc` is NULL or the trigger descriptor of an open relation.
+pub(super) unsafe fn only_load_trigger(
+    trigdesc: *const pg_sys::TriggerDesc,
+    schema: pg_sys::Oid,
+) -> bool {
+    // SAFETY: per the contract.
+    unsafe { triggers(trigdesc) }
+        .iter()
+        .all(|t| is_ours(t, LOAD_TRIGGER, BEFORE_INSERT_ROW, LOAD_FUNCTION, schema))
+}
+
+/// Whether the table with triggers `trigdesc` carries the insert sync trigger of the extension
+/// in `schema`, as an indexed table restored without its catalog row yet does.
+///
+/// # Safety
+/// `trigdesc` is NULL or the trigger descriptor of an open relation.
+pub(super) unsafe fn has_sync_trigger(
+    trigdesc: *const pg_sys::TriggerDesc,
+    schema: pg_sys::Oid,
+) -> bool {
+    let after_insert_statement = pg_sys::TRIGGER_TYPE_INSERT as i16;
+    // SAFETY: per the contract.
+    unsafe { triggers(trigdesc) }.iter().any(|t| {
+        is_ours(
+            t,
+            SYNC_INSERT_TRIGGER,
+            after_insert_statement,
+            SYNC_FUNCTION,
+            schema,
+        )
+    })
+}
+
+/// # Safety
+/// `trigdesc` is NULL or the trigger descriptor of an open relation.
+unsafe fn triggers<'a>(trigdesc: *const pg_sys::TriggerDesc) -> &'a [pg_sys::Trigger] {
+    if trigdesc.is_null() {
+        return &[];
+    }
+    // SAFETY: per the contract: `numtriggers` triggers at `triggers`.
+    unsafe { std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize) }
+}
+
+/// Whether trigger `t` is named `name`, of type `tgtype`, and calls `function` of `schema`.
+fn is_ours(
+    t: &pg_sys::Trigger,
+    name: &str,
+    tgtype: i16,
+    function: &str,
+    schema: pg_sys::Oid,
+) -> bool {
+    // SAFETY: a trigger's name is a C string; the function lookups are syscache reads that
+    // return NULL or a palloc'd name for a function that is gone.
+    unsafe {
+        let function_name = pg_sys::get_func_name(t.tgfoid);
+        CStr::from_ptr(t.tgname).to_bytes() == name.as_bytes()
+            && t.tgtype == tgtype
+            && !function_name.is_null()
+            && CStr::from_ptr(function_name).to_bytes() == function.as_bytes()
+            && pg_sys::get_func_namespace(t.tgfoid) == schema
+    }
+}
