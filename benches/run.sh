@@ -2,10 +2,12 @@
 # Runs every benchmark and prints the figures side by side with the peers of the same run:
 # the signature kernel (criterion) against rensa, minhash() against md5() in PostgreSQL, the
 # end-to-end deduplication of the Debian package descriptions against exact truth, datasketch
-# and pg_trgm, and the insert path and scale on a generated corpus of 1,000,000 questions.
+# and pg_trgm, the insert path and scale on a generated corpus of 1,000,000 questions, and
+# minhash_clusters on 100,000 distinct near-identical rows (one crowded bucket).
 #
-#   bash benches/run.sh            everything (about 10 minutes on 2 cores once built)
-#   bash benches/run.sh --quick    seconds-long smoke version: small corpora, no peers
+#   bash benches/run.sh                  everything (about 10 minutes on 2 cores once built)
+#   bash benches/run.sh --quick          seconds-long smoke version: small corpora, no peers
+#   bash benches/run.sh --only crowded   one phase (kernel, debian, scale, crowded; repeatable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -10,7 +10,9 @@
 //! - before the exact check, a candidate must agree on enough low bytes of its signature slots
 //!   (see [`min_sketch_matches`]), which throws away unrelated texts that collide in a crowded
 //!   bucket for a few nanoseconds each;
-//! - clustering skips pairs already in the same cluster.
+//! - clustering needs the clusters, not every pair: it compares no two texts of one cluster and
+//!   joins two clusters at the first verified pair between them, so a crowded bucket of
+//!   near-duplicates costs about one verification per text (see [`Corpus::connect`]).
 //!
 //! Memory is proportional to the rows (their text, `8 * bands + k` bytes of keys and sketch,
 //! and a bounded cache of shingle sets), never to the number of candidate pairs.
@@ -59,6 +61,8 @@ pub fn min_sketch_matches(k: usize, threshold: f64, miss: f64) -> usize {
 /// low byte of each signature slot.
 pub struct Corpus {
     search: Search,
+    /// Equal sketch bytes a candidate needs to be verified: [`min_sketch_matches`].
+    min_matches: usize,
     signer: Signer,
     /// Distinct texts, concatenated; `ends[t]` is where text `t` ends.
     text: String,
@@ -100,6 +104,7 @@ impl Corpus {
     pub fn new(search: Search) -> Corpus {
         Corpus {
             search,
+            min_matches: min_sketch_matches(search.k, search.threshold, SKETCH_MISS_PROBABILITY),
             signer: Signer::default(),
             text: String::new(),
             ends: Vec::new(),
@@ -169,24 +174,46 @@ impl Corpus {
     }
 
     /// Visits every verified pair of distinct texts once: `(text a, text b, similarity)`.
-    /// With `skip_connected`, pairs already joined (through earlier verified pairs) in
-    /// `clusters` are skipped and verified pairs are joined there.
     fn verified_pairs(
         &self,
-        mut clusters: Option<&mut UnionFind>,
         check_interrupts: &mut dyn FnMut(),
         mut emit: impl FnMut(usize, usize, f64) -> Result<(), CapacityError>,
     ) -> Result<(), CapacityError> {
         let Search {
-            k,
             shingling,
-            banding,
             threshold,
+            ..
         } = self.search;
-        let bands = banding.bands;
+        let mut sets = SetCache::try_new(self.distinct_texts())?;
+        let mut countdown = Countdown::new();
+        self.for_each_bucket(check_interrupts, |band, bucket, check_interrupts| {
+            for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
+                let y = y as usize;
+                for &(_, x) in &bucket[..j] {
+                    let x = x as usize;
+                    countdown.tick(check_interrupts);
+                    if !self.new_candidate(x, y, band) {
+                        continue;
+                    }
+                    let similarity = sets.jaccard(self, x, y, shingling, check_interrupts)?;
+                    if similarity >= threshold {
+                        emit(x.min(y), x.max(y), similarity)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Calls `f(band, bucket, check_interrupts)` for every bucket of two or more texts: the
+    /// texts sharing one band key, as `(key, text)` in text order.
+    fn for_each_bucket(
+        &self,
+        check_interrupts: &mut dyn FnMut(),
+        mut f: impl FnMut(usize, &[(u64, u32)], &mut dyn FnMut()) -> Result<(), CapacityError>,
+    ) -> Result<(), CapacityError> {
+        let bands = self.search.banding.bands;
         let n = self.distinct_texts();
-        let min_matches = min_sketch_matches(k, threshold, SKETCH_MISS_PROBABILITY);
-        let mut sets = SetCache::try_new(n)?;
         let mut order: Vec<(u64, u32)> = Vec::new();
         reserve(&mut order, n, CORPUS)?;
         let mut countdown = Countdown::new();
@@ -197,40 +224,107 @@ impl Corpus {
             check_interrupts();
             for bucket in order.chunk_by(|x, y| x.0 == y.0) {
                 countdown.tick(check_interrupts);
-                if bucket.len() < 2 {
-                    continue;
-                }
-                for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
-                    let y = y as usize;
-                    for &(_, x) in &bucket[..j] {
-                        let x = x as usize;
-                        countdown.tick(check_interrupts);
-                        if let Some(uf) = clusters.as_deref_mut() {
-                            if uf.root(x) == uf.root(y) {
-                                continue;
-                            }
-                        }
-                        // looked at already in an earlier band they share
-                        let (kx, ky) = (&self.keys[x * bands..], &self.keys[y * bands..]);
-                        if (0..band).any(|i| kx[i] == ky[i]) {
-                            continue;
-                        }
-                        let (sx, sy) = (&self.sketch[x * k..][..k], &self.sketch[y * k..][..k]);
-                        if equal_bytes(sx, sy) < min_matches {
-                            continue;
-                        }
-                        let similarity = sets.jaccard(self, x, y, shingling, check_interrupts)?;
-                        if similarity >= threshold {
-                            if let Some(uf) = clusters.as_deref_mut() {
-                                uf.union(x, y);
-                            }
-                            emit(x.min(y), x.max(y), similarity)?;
-                        }
-                    }
+                if bucket.len() >= 2 {
+                    f(band, bucket, check_interrupts)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Whether texts `x` and `y`, which share the key of `band`, are a candidate pair to verify
+    /// there: they share no earlier band (where they were looked at already), and their
+    /// signatures agree on enough low bytes (see [`min_sketch_matches`]).
+    #[inline]
+    fn new_candidate(&self, x: usize, y: usize, band: usize) -> bool {
+        let (k, bands) = (self.search.k, self.search.banding.bands);
+        let (kx, ky) = (&self.keys[x * bands..], &self.keys[y * bands..]);
+        if (0..band).any(|i| kx[i] == ky[i]) {
+            return false;
+        }
+        let (sx, sy) = (&self.sketch[x * k..][..k], &self.sketch[y * k..][..k]);
+        equal_bytes(sx, sy) >= self.min_matches
+    }
+
+    /// Joins in `clusters` the texts of every verified pair, up to connectivity: the clusters
+    /// come out as the connected components of all verified pairs, but a pair is verified only
+    /// where it could join two clusters that are still apart.
+    ///
+    /// Each bucket is taken as groups, its texts by the cluster they are in when it starts:
+    /// texts of one group are connected already and never compared. The groups then join the
+    /// parts found so far one at a time: group g merges with part P if a text of g and a text
+    /// of P make a verified pair, and the search stops at the first such pair. So a bucket of n
+    /// near-duplicate texts costs about n verifications in the first band they share and n
+    /// root look-ups in every later one; only a text that joins no part is compared with every
+    /// text of the parts, which is what verifying every pair costs.
+    ///
+    /// Once a bucket is done, any two of its texts are connected or were verified and failed,
+    /// so a pair that shares an earlier band is skipped, as in [`Corpus::verified_pairs`].
+    /// Returns the number of pairs verified exactly.
+    fn connect(
+        &self,
+        clusters: &mut UnionFind,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<usize, CapacityError> {
+        let Search {
+            shingling,
+            threshold,
+            ..
+        } = self.search;
+        let n = self.distinct_texts();
+        let mut sets = SetCache::try_new(n)?;
+        let mut groups = Groups::try_new(n)?;
+        let mut countdown = Countdown::new();
+        let mut verified = 0;
+        self.for_each_bucket(check_interrupts, |band, bucket, check_interrupts| {
+            if !groups.split(bucket, clusters, &mut countdown, check_interrupts)? {
+                return Ok(());
+            }
+            // parts as (first group, last group) of a list linked through `groups.next`
+            for g in 0..groups.count() {
+                let (mut last, mut kept) = (g, 0);
+                for p in 0..groups.parts.len() {
+                    let (first, part_last) = groups.parts[p];
+                    let mut pair = None;
+                    'search: for &y in groups.members(g) {
+                        let mut h = first;
+                        loop {
+                            for &x in groups.members(h) {
+                                let (x, y) = (x as usize, y as usize);
+                                countdown.tick(check_interrupts);
+                                if !self.new_candidate(x, y, band) {
+                                    continue;
+                                }
+                                verified += 1;
+                                if sets.jaccard(self, x, y, shingling, check_interrupts)?
+                                    >= threshold
+                                {
+                                    pair = Some((x, y));
+                                    break 'search;
+                                }
+                            }
+                            if h == part_last {
+                                break;
+                            }
+                            h = groups.next[h] as usize;
+                        }
+                    }
+                    if let Some((x, y)) = pair {
+                        clusters.union(x, y);
+                        groups.next[last] = first as u32;
+                        last = part_last;
+                    } else {
+                        groups.parts[kept] = groups.parts[p];
+                        kept += 1;
+                    }
+                }
+                groups.parts.truncate(kept);
+                // room for every group was reserved by `split`
+                groups.parts.push((g, last));
+            }
+            Ok(())
+        })?;
+        Ok(verified)
     }
 
     /// Every row as `(id, text)` in id order, and the rows of each distinct text in id order as
@@ -281,7 +375,7 @@ impl Corpus {
         let n = self.distinct_texts();
         // the verified pairs of distinct texts, as an adjacency list per text
         let mut verified: Vec<(u32, u32, f64)> = Vec::new();
-        self.verified_pairs(None, &mut check_interrupts, |x, y, s| {
+        self.verified_pairs(&mut check_interrupts, |x, y, s| {
             push(&mut verified, (x as u32, y as u32, s), CORPUS)
         })?;
         let mut neighbour_offsets = filled(n + 1, 0usize, CORPUS)?;
@@ -339,7 +433,7 @@ impl Corpus {
     ) -> Result<Vec<(i64, i64)>, CapacityError> {
         let n = self.distinct_texts();
         let mut uf = UnionFind::try_new(n)?;
-        self.verified_pairs(Some(&mut uf), check_interrupts, |_, _, _| Ok(()))?;
+        self.connect(&mut uf, check_interrupts)?;
         let (_, offsets, ids) = self.rows_by_text(check_interrupts)?;
         let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
         // per root: smallest id and number of rows in the cluster
@@ -435,6 +529,107 @@ impl<F: FnMut()> Iterator for Pairs<F> {
     }
 }
 
+/// No group, or the end of a part's list of groups.
+const NONE: u32 = u32::MAX;
+
+/// The texts of one bucket by the cluster they are in when it starts, and the parts those groups
+/// have joined into so far (see [`Corpus::connect`]); the space is reused from bucket to bucket
+/// and grows to the largest bucket.
+struct Groups {
+    /// `of_root[r]`: the group of the bucket's texts whose cluster root is `r`; `NONE` for
+    /// every root between buckets.
+    of_root: Vec<u32>,
+    /// The root of each group, in order of first appearance in the bucket.
+    roots: Vec<u32>,
+    /// The group of each text of the bucket, in bucket order.
+    group_of: Vec<u32>,
+    /// The bucket's texts by group: group `g` is `texts[start[g]..start[g + 1]]`.
+    start: Vec<usize>,
+    texts: Vec<u32>,
+    /// The group after `g` in its part's list; read only where a merge has set it.
+    next: Vec<u32>,
+    /// The parts, as the first and last group of their list.
+    parts: Vec<(usize, usize)>,
+}
+
+impl Groups {
+    fn try_new(n: usize) -> Result<Groups, CapacityError> {
+        Ok(Groups {
+            of_root: filled(n, NONE, CORPUS)?,
+            roots: Vec::new(),
+            group_of: Vec::new(),
+            start: Vec::new(),
+            texts: Vec::new(),
+            next: Vec::new(),
+            parts: Vec::new(),
+        })
+    }
+
+    fn count(&self) -> usize {
+        self.roots.len()
+    }
+
+    fn members(&self, g: usize) -> &[u32] {
+        &self.texts[self.start[g]..self.start[g + 1]]
+    }
+
+    /// Groups the texts of `bucket` by their cluster in `clusters`, and makes room for as many
+    /// parts as groups. False if they are all in one cluster: nothing to join.
+    fn split(
+        &mut self,
+        bucket: &[(u64, u32)],
+        clusters: &mut UnionFind,
+        countdown: &mut Countdown,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<bool, CapacityError> {
+        self.roots.clear();
+        self.group_of.clear();
+        reserve(&mut self.roots, bucket.len(), CORPUS)?;
+        reserve(&mut self.group_of, bucket.len(), CORPUS)?;
+        for &(_, t) in bucket {
+            countdown.tick(check_interrupts);
+            let root = clusters.root(t as usize);
+            if self.of_root[root] == NONE {
+                self.of_root[root] = self.roots.len() as u32;
+                self.roots.push(root as u32);
+            }
+            self.group_of.push(self.of_root[root]);
+        }
+        for &root in &self.roots {
+            self.of_root[root as usize] = NONE;
+        }
+        let groups = self.count();
+        if groups < 2 {
+            return Ok(false);
+        }
+        // a counting sort of the texts by group, with `next` as the fill positions
+        self.start.clear();
+        self.next.clear();
+        self.texts.clear();
+        self.parts.clear();
+        reserve(&mut self.start, groups + 1, CORPUS)?;
+        reserve(&mut self.next, groups, CORPUS)?;
+        reserve(&mut self.texts, bucket.len(), CORPUS)?;
+        reserve(&mut self.parts, groups, CORPUS)?;
+        self.start.resize(groups + 1, 0);
+        for &g in &self.group_of {
+            self.start[g as usize + 1] += 1;
+        }
+        for g in 0..groups {
+            self.start[g + 1] += self.start[g];
+        }
+        self.next
+            .extend(self.start[..groups].iter().map(|&s| s as u32));
+        self.texts.resize(bucket.len(), 0);
+        for (&(_, t), &g) in bucket.iter().zip(&self.group_of) {
+            let at = &mut self.next[g as usize];
+            self.texts[*at as usize] = t;
+            *at += 1;
+        }
+        Ok(true)
+    }
+}
+
 /// Number of positions where two equal-length byte strings agree.
 fn equal_bytes(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).map(|(x, y)| usize::from(x == y)).sum()
@@ -497,7 +692,7 @@ impl SetCache {
 mod tests {
     use super::*;
     use crate::core::components::components;
-    use crate::core::jaccard::jaccard;
+    use crate::core::jaccard::{jaccard, ShingleSet};
     use crate::core::testing::Rng;
 
     fn search(threshold: f64) -> Search {
@@ -547,6 +742,10 @@ mod tests {
                 (!sig.iter().all(|&v| v == EMPTY_SLOT)).then(|| band_keys(&sig, s.banding))
             })
             .collect();
+        let sets: Vec<ShingleSet> = docs
+            .iter()
+            .map(|d| ShingleSet::new(d, s.shingling, &mut || {}))
+            .collect();
         let mut out = Vec::new();
         for a in 0..docs.len() {
             for b in a + 1..docs.len() {
@@ -554,7 +753,7 @@ mod tests {
                     continue;
                 };
                 if ka.iter().zip(kb).any(|(x, y)| x == y) {
-                    let j = jaccard(&docs[a], &docs[b], s.shingling);
+                    let j = sets[a].jaccard(&sets[b]);
                     if j >= s.threshold {
                         out.push((a as i64, b as i64, j));
                     }
@@ -562,6 +761,44 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Form letters: a few templates with a number in them (1 to 7 digits), some with a word
+    /// changed, a few copies and a few unrelated texts. Nearly all texts of a template share
+    /// most band keys, so buckets hold hundreds of distinct texts, and the short templates with
+    /// long numbers fall below the threshold against one another: the clusters are not simply
+    /// the templates.
+    fn form_letters(n: usize, seed: u64) -> Vec<String> {
+        let templates = [
+            ("Dear customer, your order number", "has been shipped and will arrive within three to five working days. Thank you for shopping with us."),
+            ("Ticket", "was closed because we did not hear back from you."),
+            ("How do I fix error", "when I run the installer on Windows?"),
+            ("Invoice", "is overdue; please pay it within 14 days to avoid a late fee, or contact our billing department if you believe this is a mistake."),
+        ];
+        let mut rng = Rng(seed);
+        let mut docs: Vec<String> = Vec::new();
+        for i in 0..n {
+            let doc = match rng.below(50) {
+                0 if i > 0 => docs[rng.below(i as u64) as usize].clone(),
+                1 => format!(
+                    "unrelated note {} about {}",
+                    rng.below(1000),
+                    rng.below(1000)
+                ),
+                r => {
+                    let (before, after) = templates[rng.below(templates.len() as u64) as usize];
+                    let digits = 1 + rng.below(7) as u32;
+                    let number = rng.below(10u64.pow(digits));
+                    let mut doc = format!("{before} {number} {after}");
+                    if r < 8 {
+                        doc = doc.replacen(" the ", " a ", 1);
+                    }
+                    doc
+                }
+            };
+            docs.push(doc);
+        }
+        docs
     }
 
     fn load(docs: &[String], s: Search) -> Corpus {
@@ -646,6 +883,85 @@ mod tests {
         assert_eq!(corpus.distinct_texts(), 1);
         let clusters = corpus.clusters(&mut || {}).unwrap();
         assert_eq!(clusters.len(), 10_000);
+        assert!(clusters.iter().all(|&(_, c)| c == 0));
+    }
+
+    /// Crowded buckets of distinct near-identical texts: the same pairs and clusters as brute
+    /// force, and clusters verify about one pair per text, not one per pair of texts.
+    #[test]
+    fn crowded_buckets_of_form_letters_match_brute_force() {
+        let docs = form_letters(3000, 11);
+        for (threshold, ratio) in [(0.7, 100), (0.8, 5), (0.9, 2)] {
+            let s = search(threshold);
+            let corpus = load(&docs, s);
+            let n = corpus.distinct_texts();
+            // the largest bucket of the first band holds a good part of the texts
+            let mut first_band: Vec<u64> =
+                (0..n).map(|t| corpus.keys[t * s.banding.bands]).collect();
+            first_band.sort_unstable();
+            let largest = first_band
+                .chunk_by(|x, y| x == y)
+                .map(<[u64]>::len)
+                .max()
+                .unwrap();
+            assert!(largest >= n / 10, "largest bucket {largest} of {n} texts");
+
+            let reference = reference_pairs(&docs, s);
+            let pairs = corpus.duplicates(|| {}).unwrap().collect::<Vec<_>>();
+            assert_eq!(pairs, reference, "threshold {threshold}");
+            let expected = components(reference.iter().map(|&(a, b, _)| (a, b)));
+            let mut clusters = load(&docs, s).clusters(&mut || {}).unwrap();
+            clusters.sort_unstable_by_key(|&(id, c)| (c, id));
+            assert_eq!(clusters, expected, "threshold {threshold}");
+            let distinct_clusters = expected.chunk_by(|x, y| x.1 == y.1).count();
+            assert!(
+                distinct_clusters > 4,
+                "{distinct_clusters} clusters at {threshold}"
+            );
+
+            // clusters verify a fraction of the candidates that listing every pair verifies
+            let corpus = load(&docs, s);
+            let mut candidates = 0;
+            corpus
+                .for_each_bucket(&mut || {}, |band, bucket, _| {
+                    for (j, &(_, y)) in bucket.iter().enumerate() {
+                        candidates += bucket[..j]
+                            .iter()
+                            .filter(|&&(_, x)| corpus.new_candidate(x as usize, y as usize, band))
+                            .count();
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            let mut uf = UnionFind::try_new(n).unwrap();
+            let verified = corpus.connect(&mut uf, &mut || {}).unwrap();
+            assert!(
+                verified * ratio <= candidates,
+                "{verified} of {candidates} candidates verified at {threshold}"
+            );
+        }
+    }
+
+    /// The exact counts of one crowded corpus, pinned: 20,000 distinct texts of one template,
+    /// all near-duplicates of each other, are one cluster found with one verification per text.
+    #[test]
+    fn one_template_is_one_cluster_at_one_verification_per_text() {
+        let s = search(0.8);
+        let mut corpus = Corpus::new(s);
+        for id in 0..20_000 {
+            let text = format!(
+                "Dear customer, your order number {} has been shipped and will arrive within \
+                 three to five working days.",
+                100_000 + id
+            );
+            corpus.add(id, &text, &mut || {}).unwrap();
+        }
+        let n = corpus.distinct_texts();
+        assert_eq!(n, 20_000);
+        let mut uf = UnionFind::try_new(n).unwrap();
+        assert_eq!(corpus.connect(&mut uf, &mut || {}).unwrap(), n - 1);
+        let clusters = corpus.clusters(&mut || {}).unwrap();
+        assert_eq!(clusters.len(), 20_000);
         assert!(clusters.iter().all(|&(_, c)| c == 0));
     }
 

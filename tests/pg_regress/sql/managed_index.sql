@@ -80,6 +80,39 @@ FROM minhash_clusters('copies');
 SELECT minhash_index_drop('copies');
 DROP TABLE copies;
 
+-- Form letters: 1,500 rows of three templates with a number of 1 to 7 digits in each.
+-- The texts of a template share most band keys, so buckets hold hundreds of distinct texts.
+-- minhash_clusters joins them without verifying every candidate pair, and its clusters are
+-- exactly the connected components of minhash_duplicates' pairs: at 0.8 the templates, at
+-- 0.9 several clusters and texts that are near-duplicates of none (long numbers in short
+-- letters).
+CREATE TABLE letters (id bigint PRIMARY KEY, body text);
+INSERT INTO letters
+SELECT g, format((ARRAY['Dear customer, your order number %s has been shipped and will arrive within three to five working days.',
+                        'Ticket %s was closed because we did not hear back from you.',
+                        'How do I fix error %s when I run the installer on Windows?'])[1 + g % 3],
+                 abs(hashint8(g)) % (10 ^ (1 + g % 7))::bigint)
+FROM generate_series(1, 1500) g;
+SELECT count(DISTINCT body) AS distinct_texts FROM letters;
+SELECT minhash_index_create('letters', 'id', 'body');
+SELECT largest_bucket >= 300 AS crowded FROM minhash_index_stats('letters');
+SELECT t AS threshold, count(*) AS rows_in_clusters, count(DISTINCT cluster_id) AS clusters
+FROM unnest(ARRAY[0.8, 0.9]::float8[]) t, minhash_clusters('letters', t) GROUP BY t ORDER BY t;
+SELECT t AS threshold, (
+  SELECT count(*) FROM (
+    (SELECT * FROM minhash_clusters('letters', t)
+     EXCEPT ALL
+     SELECT c.* FROM (SELECT array_agg(id_a) AS a, array_agg(id_b) AS b
+                      FROM minhash_duplicates('letters', t)) p, minhash_components(p.a, p.b) c)
+    UNION ALL
+    (SELECT c.* FROM (SELECT array_agg(id_a) AS a, array_agg(id_b) AS b
+                      FROM minhash_duplicates('letters', t)) p, minhash_components(p.a, p.b) c
+     EXCEPT ALL
+     SELECT * FROM minhash_clusters('letters', t))) d) AS differences
+FROM unnest(ARRAY[0.8, 0.9]::float8[]) t ORDER BY t;
+SELECT minhash_index_drop('letters');
+DROP TABLE letters;
+
 -- Rebuilding from scratch gives the same band rows.
 CREATE TEMP TABLE before AS SELECT id, key FROM articles_minhash_bands;
 SELECT minhash_index_rebuild('articles') AS rows_read;
