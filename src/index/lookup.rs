@@ -537,8 +537,9 @@ impl IndexConfig {
         loop {
             // candidates: (id, a transaction in progress that writes one of its band rows)
             let mut candidates: Vec<(i64, Option<pg_sys::TransactionId>)> = Vec::new();
-            band_index.scan_dirty(keys, |id, row_sketch, writer| {
-                if !own.contains(&Some(id)) && equal_bits(*sketch, row_sketch, self.k) >= min_bits {
+            let other = |id| !own.contains(&Some(id));
+            band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
+                if equal_bits(*sketch, row_sketch, self.k) >= min_bits {
                     candidates.push((id, writer));
                 }
             });

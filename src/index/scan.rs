@@ -179,9 +179,12 @@ impl BandIndex {
     pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(i64, [u64; 2])) {
         // SAFETY: after `usable`, under the active snapshot.
         unsafe {
-            self.scan_under(pg_sys::GetActiveSnapshot(), keys, |id, sketch, _| {
-                row(id, sketch)
-            })
+            self.scan_under(
+                pg_sys::GetActiveSnapshot(),
+                keys,
+                |_| true,
+                |id, sketch, _| row(id, sketch),
+            )
         }
     }
 
@@ -189,14 +192,16 @@ impl BandIndex {
     /// is committed and not deleted, or written by this transaction, or written or being
     /// deleted by a transaction still in progress (`writer`: its id). This is how a constraint
     /// check sees an index (`check_exclusion_or_unique_constraint`): with a dirty snapshot.
+    /// Entries whose id `wanted` refuses are skipped before their heap tuple is read.
     pub(super) fn scan_dirty(
         &self,
         keys: &[i64],
+        wanted: impl Fn(i64) -> bool,
         row: impl FnMut(i64, [u64; 2], Option<pg_sys::TransactionId>),
     ) {
         let mut dirty = dirty_snapshot();
         // SAFETY: the dirty snapshot outlives the scan.
-        unsafe { self.scan_under(&mut dirty, keys, row) }
+        unsafe { self.scan_under(&mut dirty, keys, wanted, row) }
     }
 
     /// The scans of [`BandIndex::scan`] and [`BandIndex::scan_dirty`].
@@ -208,6 +213,7 @@ impl BandIndex {
         &self,
         snapshot: pg_sys::Snapshot,
         keys: &[i64],
+        wanted: impl Fn(i64) -> bool,
         mut row: impl FnMut(i64, [u64; 2], Option<pg_sys::TransactionId>),
     ) {
         let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
@@ -236,6 +242,21 @@ impl BandIndex {
                         if tid.is_null() {
                             break;
                         }
+                        pg_sys::index_deform_tuple(
+                            (*scan).xs_itup,
+                            (*scan).xs_itupdesc,
+                            values.as_mut_ptr(),
+                            nulls.as_mut_ptr(),
+                        );
+                        let [id, s1, s2] = self.columns;
+                        if nulls[id] || nulls[s1] || nulls[s2] {
+                            continue;
+                        }
+                        let int = |i: usize| values[i].value() as i64;
+                        let (id, sketch) = (int(id), [int(s1) as u64, int(s2) as u64]);
+                        if !wanted(id) {
+                            continue;
+                        }
                         let block = pgrx::itemptr::item_pointer_get_block_number(tid);
                         let all_visible =
                             pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer) as u32
@@ -250,17 +271,7 @@ impl BandIndex {
                             }
                             writer = in_progress_writer(snapshot);
                         }
-                        pg_sys::index_deform_tuple(
-                            (*scan).xs_itup,
-                            (*scan).xs_itupdesc,
-                            values.as_mut_ptr(),
-                            nulls.as_mut_ptr(),
-                        );
-                        let [id, s1, s2] = self.columns;
-                        if !(nulls[id] || nulls[s1] || nulls[s2]) {
-                            let int = |i: usize| values[i].value() as i64;
-                            row(int(id), [int(s1) as u64, int(s2) as u64], writer);
-                        }
+                        row(id, sketch, writer);
                     }
                 },
             );
