@@ -15,6 +15,7 @@
 //! leaves claims with nothing to release.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use pgrx::pg_sys;
@@ -27,14 +28,15 @@ struct Claim {
     band: pg_sys::Oid,
     /// The band table's relfilenode when the rows were written.
     file: pg_sys::Oid,
-    id: i64,
     tids: Vec<pg_sys::ItemPointerData>,
     subxact: pg_sys::SubTransactionId,
 }
 
+/// This transaction's open claims, by band table and id, oldest first.
+type Claims = HashMap<(pg_sys::Oid, i64), Vec<Claim>>;
+
 thread_local! {
-    /// This transaction's open claims, oldest first.
-    static CLAIMS: RefCell<Vec<Claim>> = const { RefCell::new(Vec::new()) };
+    static CLAIMS: RefCell<Claims> = RefCell::new(HashMap::new());
 
     static CALLBACKS_REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
@@ -55,19 +57,20 @@ pub(super) fn record(band: pg_sys::Relation, id: i64, tids: Vec<pg_sys::ItemPoin
     let claim = Claim {
         band: oid,
         file,
-        id,
         tids,
         // SAFETY: inside a transaction.
         subxact: unsafe { pg_sys::GetCurrentSubTransactionId() },
     };
     CLAIMS.with_borrow_mut(|claims| {
-        capacity::push(claims, claim, "claimed rows").unwrap_or_else(|e| e.fail());
+        capacity::reserve_map(claims, 1, "claimed rows").unwrap_or_else(|e| e.fail());
+        let same = claims.entry((oid, id)).or_default();
+        capacity::push(same, claim, "claimed rows").unwrap_or_else(|e| e.fail());
     });
 }
 
 /// Whether this transaction has open claims on band table `band`.
 pub(super) fn any(band: pg_sys::Oid) -> bool {
-    CLAIMS.with_borrow(|claims| claims.iter().any(|c| c.band == band))
+    CLAIMS.with_borrow(|claims| claims.keys().any(|&(b, _)| b == band))
 }
 
 /// For an INSERT's row with id `id` whose band rows are `rows`: true if the latest claim of that
@@ -116,8 +119,12 @@ fn remove_latest(band: pg_sys::Relation, id: i64) -> Option<Claim> {
     // SAFETY: `band` is open.
     let oid = unsafe { (*band).rd_id };
     CLAIMS.with_borrow_mut(|claims| {
-        let at = claims.iter().rposition(|c| c.band == oid && c.id == id)?;
-        Some(claims.remove(at))
+        let same = claims.get_mut(&(oid, id))?;
+        let claim = same.pop();
+        if same.is_empty() {
+            claims.remove(&(oid, id));
+        }
+        claim
     })
 }
 
@@ -205,7 +212,7 @@ unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut c
     match event {
         pg_sys::XactEvent::XACT_EVENT_PRE_COMMIT | pg_sys::XactEvent::XACT_EVENT_PRE_PREPARE => {
             let claims = CLAIMS.take();
-            for claim in &claims {
+            for claim in claims.values().flatten() {
                 // SAFETY: still inside the transaction that wrote the rows; the lock taken
                 // when they were written is held.
                 unsafe {
@@ -218,7 +225,7 @@ unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut c
                 }
             }
         }
-        _ => CLAIMS.with_borrow_mut(Vec::clear),
+        _ => CLAIMS.with_borrow_mut(HashMap::clear),
     }
 }
 
@@ -232,9 +239,12 @@ unsafe extern "C-unwind" fn on_subxact(
     _arg: *mut c_void,
 ) {
     CLAIMS.with_borrow_mut(|claims| match event {
-        pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => claims.retain(|c| c.subxact != subxact),
+        pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => claims.retain(|_, same| {
+            same.retain(|c| c.subxact != subxact);
+            !same.is_empty()
+        }),
         pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => {
-            for claim in claims.iter_mut().filter(|c| c.subxact == subxact) {
+            for claim in claims.values_mut().flatten().filter(|c| c.subxact == subxact) {
                 claim.subxact = parent;
             }
         }
