@@ -244,7 +244,11 @@ unsafe extern "C-unwind" fn on_subxact(
             !same.is_empty()
         }),
         pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => {
-            for claim in claims.values_mut().flatten().filter(|c| c.subxact == subxact) {
+            for claim in claims
+                .values_mut()
+                .flatten()
+                .filter(|c| c.subxact == subxact)
+            {
                 claim.subxact = parent;
             }
         }

@@ -29,7 +29,7 @@ use crate::sql::interrupts;
 use super::owner::{as_owner, relation_owner};
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
-use super::sync::claim_band_rows;
+use super::sync::{claim_band_rows, withdraw_claim};
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
 
 /// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
@@ -263,7 +263,13 @@ impl IndexConfig {
                 return Some(cfg);
             }
         }
+        // The table first: minhash_index_drop takes it before it drops the band table, so the
+        // band table read next cannot go away before this transaction ends.
+        // SAFETY: a lock by OID, as above.
+        unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
         let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl)?);
+        // SAFETY: as above (an OID no relation has any more is locked harmlessly).
+        unsafe { pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32) };
         CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfg)));
         Some(cfg)
     }
@@ -515,7 +521,7 @@ impl IndexConfig {
         (keys, sketch): &(Vec<i64>, BandSketch),
         threshold: f64,
         own: &[Option<i64>],
-    ) -> Vec<Conflict> {
+    ) -> Checked {
         let missing = || -> ! {
             raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -544,7 +550,7 @@ impl IndexConfig {
                 }
             });
             if candidates.is_empty() {
-                return Vec::new();
+                return Checked::Done(Vec::new());
             }
             candidates.sort_unstable_by_key(|&(id, writer)| (id, writer.is_none()));
             candidates.dedup_by_key(|&mut (id, _)| id);
@@ -578,26 +584,117 @@ impl IndexConfig {
                     .and_then(|(_, _, state)| state.writer)
             });
             if let Some(writer) = undecided {
-                // SAFETY: waits on a transaction's lock, as a unique or exclusion check does.
-                unsafe {
-                    pg_sys::XactLockTableWait(
-                        writer,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        pg_sys::XLTW_Oper::XLTW_None,
-                    )
-                };
-                continue;
+                match checking::wait_for(writer) {
+                    Some(checker) => return Checked::YieldTo(checker),
+                    None => continue,
+                }
             }
-            return versions
-                .into_iter()
-                .filter(|(_, similarity, _)| *similarity >= threshold)
-                .map(|(id, similarity, state)| Conflict {
-                    id,
-                    similarity,
-                    in_snapshot: state.in_snapshot,
-                })
-                .collect();
+            return Checked::Done(
+                versions
+                    .into_iter()
+                    .filter(|(_, similarity, _)| *similarity >= threshold)
+                    .map(|(id, similarity, state)| Conflict {
+                        id,
+                        similarity,
+                        in_snapshot: state.in_snapshot,
+                    })
+                    .collect(),
+            );
+        }
+    }
+}
+
+/// What a flag trigger's check came to.
+enum Checked {
+    /// The conflicting rows, every one of them decided.
+    Done(Vec<Conflict>),
+    /// A transaction that checks a row of its own against ours at the same moment, and goes
+    /// first: take the claim back, wait for that check to end, and start again.
+    YieldTo(pg_sys::TransactionId),
+}
+
+/// Who waits for whom when two flag triggers check possibly conflicting rows at once. Each
+/// holds a lock on its "checking" tag (its database and top-level transaction id) from its
+/// claim until its check is done. A check that meets another transaction's claim it cannot
+/// decide on waits for that transaction's end if it is done checking (as an exclusion
+/// constraint waits); if it is checking too, the older transaction waits for the younger's
+/// check to end, and the younger takes its claim back and waits for the older's check, then
+/// starts over (as PostgreSQL's speculative insertions do, `execIndexing.c`). So two writers of
+/// near-duplicates never wait for each other, and neither commits without seeing the other.
+mod checking {
+    use pgrx::pg_sys;
+
+    /// `locktag_field4` of the checking tags: apart from the advisory locks of SQL (1 and 2).
+    const CHECKING: u16 = 0x6d68;
+
+    fn tag(xid: pg_sys::TransactionId) -> pg_sys::LOCKTAG {
+        pg_sys::LOCKTAG {
+            // SAFETY: the database of this backend, set at connection.
+            locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+            locktag_field2: xid.into_inner(),
+            locktag_field3: 0,
+            locktag_field4: CHECKING,
+            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+        }
+    }
+
+    /// This transaction's top-level id (assigned now if need be: its claim writes anyway).
+    pub(super) fn me() -> pg_sys::TransactionId {
+        // SAFETY: inside a transaction.
+        unsafe { pg_sys::GetTopTransactionId() }
+    }
+
+    /// Starts this transaction's check: its tag, exclusively, until [`end`].
+    pub(super) fn begin() {
+        // SAFETY: a transaction-level lock on a tag of our own.
+        unsafe {
+            pg_sys::LockAcquire(&tag(me()), pg_sys::ExclusiveLock as i32, false, false);
+        }
+    }
+
+    /// Ends this transaction's check.
+    pub(super) fn end() {
+        // SAFETY: the lock `begin` took.
+        unsafe {
+            pg_sys::LockRelease(&tag(me()), pg_sys::ExclusiveLock as i32, false);
+        }
+    }
+
+    /// Waits until the check of transaction `xid` (top-level) is over.
+    pub(super) fn wait_check(xid: pg_sys::TransactionId) {
+        // SAFETY: a share lock on another transaction's tag, taken and given back.
+        unsafe {
+            pg_sys::LockAcquire(&tag(xid), pg_sys::ShareLock as i32, false, false);
+            pg_sys::LockRelease(&tag(xid), pg_sys::ShareLock as i32, false);
+        }
+    }
+
+    /// Waits for `writer` (a transaction in progress whose claim or row a check cannot decide
+    /// on yet) as described above; `Some(checker)` when this check must yield to it instead.
+    pub(super) fn wait_for(writer: pg_sys::TransactionId) -> Option<pg_sys::TransactionId> {
+        // SAFETY: lock calls on tags and transactions; the transaction id of a row written
+        // by a transaction in progress (a subtransaction's maps to its top level).
+        unsafe {
+            let other = pg_sys::SubTransGetTopmostTransaction(writer);
+            let tag = tag(other);
+            let free = pg_sys::LockAcquire(&tag, pg_sys::ShareLock as i32, false, true)
+                != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL;
+            if free {
+                pg_sys::LockRelease(&tag, pg_sys::ShareLock as i32, false);
+                pg_sys::XactLockTableWait(
+                    writer,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    pg_sys::XLTW_Oper::XLTW_None,
+                );
+                return None;
+            }
+            if pg_sys::TransactionIdPrecedes(me(), other) {
+                wait_check(other);
+                return None;
+            }
+            Some(other)
         }
     }
 }
@@ -859,12 +956,29 @@ fn minhash_flag_duplicate<'a>(
         let entry = doc.and_then(|doc| band_entry(doc, cfg.k, cfg.shingling, cfg.banding));
         let conflicts = match (doc, &entry) {
             (Some(doc), Some(entry)) => as_owner(owner, || {
-                if let Some(id) = own_ids[0] {
-                    // SAFETY: the function running now exists.
-                    let schema = unsafe { pg_sys::get_func_namespace(fn_oid) };
-                    claim_band_rows(&cfg, (tbl, owner, schema), id, &entry.0, entry.1);
+                // SAFETY: the function running now exists.
+                let schema = unsafe { pg_sys::get_func_namespace(fn_oid) };
+                let rel = (tbl, owner, schema);
+                loop {
+                    checking::begin();
+                    if let Some(id) = own_ids[0] {
+                        claim_band_rows(&cfg, rel, id, &entry.0, entry.1);
+                    }
+                    let checked = cfg.conflicts(doc, entry, threshold, &own_ids);
+                    match checked {
+                        Checked::Done(conflicts) => {
+                            checking::end();
+                            break conflicts;
+                        }
+                        Checked::YieldTo(other) => {
+                            if let Some(id) = own_ids[0] {
+                                withdraw_claim(&cfg, rel, id);
+                            }
+                            checking::end();
+                            checking::wait_check(other);
+                        }
+                    }
                 }
-                cfg.conflicts(doc, entry, threshold, &own_ids)
             }),
             _ => Vec::new(),
         };

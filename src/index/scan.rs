@@ -266,7 +266,7 @@ impl BandIndex {
                         // all-visible (an all-visible row is committed, its writer long done)
                         let mut writer = None;
                         if !all_visible {
-                            if !pg_sys::index_fetch_heap(scan, slot) {
+                            if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
                                 continue;
                             }
                             writer = in_progress_writer(snapshot);
@@ -279,6 +279,32 @@ impl BandIndex {
                 pg_sys::ReleaseBuffer(vm_buffer);
             }
         }
+    }
+}
+
+/// Whether the heap tuple in `slot` was deleted by the transaction that inserted it: a band row
+/// a flag trigger wrote and took back while that transaction is still in progress (a dirty
+/// snapshot shows a row inserted by a transaction in progress whatever its xmax says). Read
+/// without the buffer lock: a delete not seen yet only makes the caller wait, as for a row
+/// still there.
+///
+/// # Safety
+/// `slot` holds a heap tuple.
+unsafe fn withdrawn(slot: *mut pg_sys::TupleTableSlot) -> bool {
+    // SAFETY: per the contract; the tuple header stays valid while the slot holds it.
+    unsafe {
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+        let header = &*(*tuple).t_data;
+        let mask = u32::from(header.t_infomask);
+        let heap = header.t_choice.t_heap;
+        let taken_back = mask & (pg_sys::HEAP_XMAX_INVALID | pg_sys::HEAP_XMAX_LOCK_ONLY) == 0
+            && mask & pg_sys::HEAP_XMAX_IS_MULTI == 0
+            && heap.t_xmax == heap.t_xmin;
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+        taken_back
     }
 }
 

@@ -416,6 +416,21 @@ unsafe fn delete_band_rows(
     band.delete(&mut ids, &mut keys);
 }
 
+/// Takes back the claim `claim_band_rows` made for the row with id `id` of `tbl`: its band rows
+/// are deleted (see `claim`).
+pub(super) fn withdraw_claim(
+    cfg: &IndexConfig,
+    (tbl, owner, schema): (pg_sys::Oid, pg_sys::Oid, pg_sys::Oid),
+    id: i64,
+) {
+    // SAFETY: as for `claim_band_rows`.
+    unsafe {
+        let band = BandTable::open(cfg, tbl, owner, schema);
+        claim::release(band.rel, id);
+        band.close();
+    }
+}
+
 /// An indexed table's band table, open and locked for writing.
 struct BandTable {
     tbl: pg_sys::Oid,
