@@ -540,6 +540,8 @@ impl IndexConfig {
         let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
+        // a writer found done with its check once (see `checking::wait_for`)
+        let mut done_checking = None;
         loop {
             // candidates: (id, a transaction in progress that writes one of its band rows)
             let mut candidates: Vec<(i64, Option<pg_sys::TransactionId>)> = Vec::new();
@@ -584,7 +586,7 @@ impl IndexConfig {
                     .and_then(|(_, _, state)| state.writer)
             });
             if let Some(writer) = undecided {
-                match checking::wait_for(writer) {
+                match checking::wait_for(writer, &mut done_checking) {
                     Some(checker) => return Checked::YieldTo(checker),
                     None => continue,
                 }
@@ -672,7 +674,13 @@ mod checking {
 
     /// Waits for `writer` (a transaction in progress whose claim or row a check cannot decide
     /// on yet) as described above; `Some(checker)` when this check must yield to it instead.
-    pub(super) fn wait_for(writer: pg_sys::TransactionId) -> Option<pg_sys::TransactionId> {
+    /// A writer not checking now may also have yielded to this check, its claim taken back
+    /// since it was read: the first time, the caller looks again (`done_checking` remembers
+    /// it); the second time, the writer is done checking and this waits for its end.
+    pub(super) fn wait_for(
+        writer: pg_sys::TransactionId,
+        done_checking: &mut Option<pg_sys::TransactionId>,
+    ) -> Option<pg_sys::TransactionId> {
         // SAFETY: lock calls on tags and transactions; the transaction id of a row written
         // by a transaction in progress (a subtransaction's maps to its top level).
         unsafe {
@@ -682,6 +690,9 @@ mod checking {
                 != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL;
             if free {
                 pg_sys::LockRelease(&tag, pg_sys::ShareLock as i32, false);
+                if done_checking.replace(other) != Some(other) {
+                    return None;
+                }
                 pg_sys::XactLockTableWait(
                     writer,
                     std::ptr::null_mut(),
