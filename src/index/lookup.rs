@@ -530,7 +530,8 @@ impl IndexConfig {
                     regclass_name(self.tbl)
                 ),
                 Some(
-                    "The band table needs its (key, id) index and the table a unique index on                      the id alone; rebuild the index with minhash_index_rebuild()."
+                    "The band table needs its (key, id) index and the table a unique index on \
+                     the id alone; drop the index with minhash_index_drop() and create it again."
                         .into(),
                 ),
             )

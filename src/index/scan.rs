@@ -10,7 +10,9 @@
 //! table-level SELECT on the relation and no row-level security applies to it, the transaction
 //! is not SERIALIZABLE (these reads take no predicate locks), and the index is valid, complete
 //! and usable by every snapshot. Otherwise, and whenever there is no fitting index, a lookup
-//! runs its SQL query instead.
+//! runs its SQL query instead. The flag trigger's check reads both indexes directly at every
+//! isolation level, with a dirty snapshot, as a constraint check does (`scan_dirty`,
+//! `fetch_dirty`).
 
 use std::ffi::CString;
 use std::ptr;
@@ -269,7 +271,7 @@ impl BandIndex {
                             if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
                                 continue;
                             }
-                            writer = in_progress_writer(snapshot);
+                            writer = in_progress_write(snapshot).map(|(xid, _)| xid);
                         }
                         row(id, sketch, writer);
                     }
@@ -318,19 +320,11 @@ fn dirty_snapshot() -> pg_sys::SnapshotData {
 }
 
 /// The transaction in progress that inserted or is deleting the tuple a dirty `snapshot` saw
-/// last, if any (`HeapTupleSatisfiesDirty` leaves it in the snapshot's xmin or xmax).
+/// last, if any (`HeapTupleSatisfiesDirty` leaves it in the snapshot's xmin or xmax), and
+/// whether it is inserting the tuple (rather than deleting it).
 ///
 /// # Safety
 /// `snapshot` points to a snapshot; its xmin and xmax are meaningful only if it is dirty.
-unsafe fn in_progress_writer(snapshot: pg_sys::Snapshot) -> Option<pg_sys::TransactionId> {
-    // SAFETY: per the contract.
-    unsafe { in_progress_write(snapshot).map(|(xid, _)| xid) }
-}
-
-/// [`in_progress_writer`], and whether it is inserting the tuple (rather than deleting it).
-///
-/// # Safety
-/// As for [`in_progress_writer`].
 unsafe fn in_progress_write(snapshot: pg_sys::Snapshot) -> Option<(pg_sys::TransactionId, bool)> {
     // SAFETY: per the contract.
     let snapshot = unsafe { &*snapshot };

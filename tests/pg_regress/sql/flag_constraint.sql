@@ -88,5 +88,11 @@ UPDATE flagged SET id = 30 WHERE id = 20 RETURNING *;
 DELETE FROM flagged WHERE id = 30;
 SELECT * FROM health;
 
+-- Without the band table's index the check cannot run: 55000, and nothing is written.
+SELECT format('DROP INDEX %s', indexrelid::regclass) FROM pg_index
+WHERE indrelid = 'flagged_minhash_bands'::regclass \gexec
+SELECT try($$INSERT INTO flagged VALUES (40, 'Where can I buy cheap train tickets to Graz?')$$);
+SELECT count(*) AS rows_40 FROM flagged WHERE id = 40;
+
 DROP VIEW health;
 DROP TABLE flagged, strict;
