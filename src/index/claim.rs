@@ -23,6 +23,8 @@ use pgrx::prelude::*;
 
 use crate::core::capacity;
 
+use super::compat;
+
 /// One row's claimed band rows.
 struct Claim {
     band: pg_sys::Oid,
@@ -186,8 +188,7 @@ unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Opt
         let desc = (*band).rd_att;
         let mut row = [0i64; 4];
         let mut live = 0;
-        for attno in 1..=(*desc).natts {
-            let attr = &*(*desc).attrs.as_ptr().add(attno as usize - 1);
+        for (attr, attno) in compat::attributes(desc).iter().zip(1..) {
             if attr.attisdropped || live == row.len() {
                 continue;
             }

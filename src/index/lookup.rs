@@ -26,6 +26,7 @@ use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch};
 use crate::sql::error::raise;
 use crate::sql::interrupts;
 
+use super::compat;
 use super::owner::{as_owner, relation_owner};
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
@@ -1190,7 +1191,7 @@ pub(super) fn column(
     hint: &str,
 ) -> (usize, pg_sys::Oid, i32) {
     // SAFETY: a valid descriptor of `natts` attributes.
-    let attributes = unsafe { (*tupdesc).attrs.as_slice((*tupdesc).natts as usize) };
+    let attributes = unsafe { compat::attributes(tupdesc) };
     attributes
         .iter()
         .enumerate()

@@ -18,6 +18,7 @@ use crate::sql::{array_arg, interrupts, SIGNER};
 const FETCH_ROWS: i32 = 10_000;
 
 mod claim;
+mod compat;
 mod lookup;
 mod owner;
 mod restore;

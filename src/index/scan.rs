@@ -21,6 +21,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::PgMemoryContexts;
 
+use super::compat;
+
 /// A B-tree of `table` that a lookup reads directly.
 #[derive(Clone, Copy)]
 struct DirectIndex {
@@ -120,7 +122,7 @@ impl DirectIndex {
         unsafe {
             let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
             let index = pg_sys::index_open(self.index, pg_sys::AccessShareLock as i32);
-            let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
+            let scan = compat::index_beginscan(heap, index, snapshot, 1, 0);
             (*scan).xs_want_itup = want_index_tuple;
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
             let mut key_entry = pg_sys::ScanKeyData::default();

@@ -28,6 +28,7 @@ use crate::sql::error::raise;
 
 use super::band_entry;
 use super::claim;
+use super::compat;
 use super::lookup::{
     column, qualified_name, refuse_newer_index, regclass_name, varlena_bytes, IndexConfig,
     COLUMNS_HINT,
@@ -479,7 +480,7 @@ impl BandTable {
             }
             let class = &*(*rel).rd_rel;
             let desc = (*rel).rd_att;
-            let columns = (*desc).attrs.as_slice((*desc).natts as usize);
+            let columns = compat::attributes(desc);
             if class.relowner != owner {
                 raise(
                     PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -686,10 +687,7 @@ impl BandWriter {
             self.values.clear();
             self.nulls.clear();
             let mut live = row.into_iter();
-            for a in (*(*self.band).rd_att)
-                .attrs
-                .as_slice((*(*self.band).rd_att).natts as usize)
-            {
+            for a in compat::attributes((*self.band).rd_att) {
                 let value = if a.attisdropped { None } else { live.next() };
                 self.values.push(pg_sys::Datum::from(value.unwrap_or(0)));
                 self.nulls.push(value.is_none());
@@ -728,15 +726,7 @@ impl BandWriter {
                 if let Some(tids) = &mut self.tids {
                     tids.push((*slot).tts_tid);
                 }
-                let recheck = pg_sys::ExecInsertIndexTuples(
-                    self.target,
-                    slot,
-                    self.estate,
-                    false,
-                    false,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                );
+                let recheck = compat::insert_index_tuples(self.target, slot, self.estate);
                 pg_sys::list_free(recheck);
                 let per_tuple = (*self.estate).es_per_tuple_exprcontext;
                 if !per_tuple.is_null() {

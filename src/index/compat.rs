@@ -1,0 +1,110 @@
+//! The server calls whose form differs between the PostgreSQL versions pg_minhash builds for
+//! (15 and 18, one Cargo feature each): every version gate of the crate is in this module.
+
+use pgrx::pg_sys;
+
+/// The attributes of the tuple descriptor `desc`, `natts` of them, dropped ones included (at
+/// their positions: attribute number = index + 1).
+///
+/// PostgreSQL 18 keeps a `CompactAttribute` array first and the full `FormData_pg_attribute`
+/// array right after it (its `TupleDescAttr`); earlier versions keep only the full array.
+///
+/// # Safety
+/// `desc` is a valid tuple descriptor that outlives the returned slice and is not changed
+/// while the slice is in use.
+pub(super) unsafe fn attributes<'a>(
+    desc: pg_sys::TupleDesc,
+) -> &'a [pg_sys::FormData_pg_attribute] {
+    // SAFETY: by the caller's contract `desc` is valid; `natts` counts the attributes.
+    let natts = unsafe { (*desc).natts } as usize;
+    #[cfg(feature = "pg15")]
+    // SAFETY: the `attrs` flexible array of a valid descriptor holds `natts` attributes.
+    let attributes = unsafe { (*desc).attrs.as_slice(natts) };
+    #[cfg(feature = "pg18")]
+    // SAFETY: as TupleDescAttr in PostgreSQL 18's tupdesc.h: `natts` full attributes start
+    // right after the `natts` compact ones, in the same allocation, suitably aligned.
+    let attributes = unsafe {
+        let first = (*desc)
+            .compact_attrs
+            .as_ptr()
+            .add(natts)
+            .cast::<pg_sys::FormData_pg_attribute>();
+        std::slice::from_raw_parts(first, natts)
+    };
+    attributes
+}
+
+/// `index_beginscan` with no instrumentation (PostgreSQL 18 takes an
+/// `IndexScanInstrumentation` pointer, which NULL leaves out, as the catalog scans do).
+///
+/// # Safety
+/// As `index_beginscan`: `heap` and `index` are open and locked, `snapshot` lives until the
+/// scan ends.
+pub(super) unsafe fn index_beginscan(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+    norderbys: i32,
+) -> pg_sys::IndexScanDesc {
+    #[cfg(feature = "pg15")]
+    // SAFETY: by the caller's contract.
+    let scan = unsafe { pg_sys::index_beginscan(heap, index, snapshot, nkeys, norderbys) };
+    #[cfg(feature = "pg18")]
+    // SAFETY: by the caller's contract; a NULL instrumentation pointer is never written to.
+    let scan = unsafe {
+        pg_sys::index_beginscan(
+            heap,
+            index,
+            snapshot,
+            std::ptr::null_mut(),
+            nkeys,
+            norderbys,
+        )
+    };
+    scan
+}
+
+/// `ExecInsertIndexTuples` for a plain insert into every index of the result relation (no
+/// arbiter indexes, no speculative insertion; PostgreSQL 16 and later also ask whether only
+/// summarizing indexes are to be updated: not here). Returns the list of indexes whose
+/// deferred uniqueness checks need a recheck.
+///
+/// # Safety
+/// As `ExecInsertIndexTuples`: the result relation's indexes are open in `estate`, and `slot`
+/// holds a tuple already in the heap (its TID set).
+pub(super) unsafe fn insert_index_tuples(
+    result_rel: *mut pg_sys::ResultRelInfo,
+    slot: *mut pg_sys::TupleTableSlot,
+    estate: *mut pg_sys::EState,
+) -> *mut pg_sys::List {
+    let (no_conflict, no_arbiters) = (std::ptr::null_mut(), std::ptr::null_mut());
+    #[cfg(feature = "pg15")]
+    // SAFETY: by the caller's contract.
+    let recheck = unsafe {
+        pg_sys::ExecInsertIndexTuples(
+            result_rel,
+            slot,
+            estate,
+            false,
+            false,
+            no_conflict,
+            no_arbiters,
+        )
+    };
+    #[cfg(feature = "pg18")]
+    // SAFETY: by the caller's contract.
+    let recheck = unsafe {
+        pg_sys::ExecInsertIndexTuples(
+            result_rel,
+            slot,
+            estate,
+            false,
+            false,
+            no_conflict,
+            no_arbiters,
+            false,
+        )
+    };
+    recheck
+}
