@@ -3,18 +3,35 @@
 # socket in that directory. `cluster_start DIR` starts it and sets PGHOST/PGPORT/PGUSER for
 # psql; `cluster_stop` stops it and removes DIR.
 
+# PG_MAJOR picks the PostgreSQL version (15 by default): 15 is Debian's, 18 the relocatable
+# build that scripts/setup.sh unpacks into PG18_HOME. PG_BIN may name another installation's
+# bin directory instead. Its psql, pg_dump and the like come first in PATH.
 PG_MAJOR="${PG_MAJOR:-15}"
-PG_BIN="${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}"  # (PG_BIN: another installation)
+PG18_HOME=/opt/pg_minhash/postgresql-18
+
+# pg_bin_dir MAJOR: the bin directory of that version's installation.
+pg_bin_dir() {
+    case "$1" in
+        18) echo "$PG18_HOME/bin" ;;
+        *) echo "/usr/lib/postgresql/$1/bin" ;;
+    esac
+}
+
+PG_BIN="${PG_BIN:-$(pg_bin_dir "$PG_MAJOR")}"
 PG_CONFIG="$PG_BIN/pg_config"
+export PATH="$PG_BIN:$PATH"
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 as_postgres() { as_root sudo -u postgres "$@"; }
 
-# Builds the extension (release with $1 = --release) and installs it into the system PostgreSQL.
+# Builds the extension for PG_CONFIG's version (release with $1 = --release) and installs it
+# into that installation.
 install_extension() {
-    local sudo_flag=()
+    local sudo_flag=() major
     [ "$(id -u)" -eq 0 ] || sudo_flag=(--sudo)
-    cargo pgrx install "$@" "${sudo_flag[@]}" --pg-config "$PG_CONFIG" >/dev/null
+    major=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+    cargo pgrx install "$@" "${sudo_flag[@]}" --pg-config "$PG_CONFIG" \
+        --no-default-features --features "pg$major" >/dev/null
 }
 
 cluster_start() {

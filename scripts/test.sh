@@ -1,38 +1,51 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: core unit, property and statistical tests plus the in-database
-# #[pg_test]s (one `cargo pgrx test` run), then the pg_regress suite in tests/pg_regress, then
-# the concurrency tests (tests/concurrency: writers of every kind; tests/constraint: the
-# duplicate trigger's guarantees at each isolation level; tests/ddl_race: writers racing
-# rebuild, drop and create), the pg_dump and pg_restore paths in tests/dump, logical
-# replication in tests/replication and the huge-input run under an address-space limit in
-# tests/limits.
+# Runs the whole test suite on each PostgreSQL version in PG_MAJORS (default "15 18"): core
+# unit, property and statistical tests plus the in-database #[pg_test]s (one `cargo pgrx test`
+# run), then the pg_regress suite in tests/pg_regress, then the concurrency tests
+# (tests/concurrency: writers of every kind; tests/constraint: the duplicate trigger's
+# guarantees at each isolation level; tests/ddl_race: writers racing rebuild, drop and
+# create), the pg_dump and pg_restore paths in tests/dump, logical replication in
+# tests/replication and the huge-input run under an address-space limit in tests/limits.
+# Prints one closing line counting every version's tests.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
 # throwaway directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+PG_MAJORS="${PG_MAJORS:-15 18}"
+PG_MAJORS="$PG_MAJORS" bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
-PG_MAJOR="${PG_MAJOR:-15}"
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 work=$(mktemp -d /tmp/pg_minhash-test.XXXXXX)
 as_root chown postgres: "$work"
 trap 'as_root rm -rf "$work"' EXIT
 
-log="$work/cargo-test.log"
-cargo pgrx test "pg$PG_MAJOR" --runas postgres --pgdata "$work/pgtest" 2>&1 | tee "$log"
-bash scripts/regress.sh
-bash tests/concurrency/run.sh 10
-bash tests/constraint/run.sh 15
-bash tests/ddl_race/run.sh 10
-bash tests/dump/run.sh
-bash tests/replication/run.sh
-bash tests/limits/run.sh
+total=0
+summaries=()
+for major in $PG_MAJORS; do
+    # each version's own installation (scripts/cluster.sh), whatever PG_BIN says
+    export PG_MAJOR="$major"
+    unset PG_BIN
+    echo "==> PostgreSQL $major"
+    start=$SECONDS
+    log="$work/cargo-test-$major.log"
+    cargo pgrx test "pg$major" --runas postgres --pgdata "$work/pgtest-$major" 2>&1 | tee "$log"
+    bash scripts/regress.sh
+    bash tests/concurrency/run.sh 10
+    bash tests/constraint/run.sh 15
+    bash tests/ddl_race/run.sh 10
+    bash tests/dump/run.sh
+    bash tests/replication/run.sh
+    bash tests/limits/run.sh
 
-unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
-regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
+    unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
+    regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
+    total=$((total + unit + regress + 6))
+    summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, concurrency,"
+                "constraint, DDL race, dump, replication and limits runs in $((SECONDS - start)) s;")
+done
+
+summary="${summaries[*]}"
 echo
-echo "pg_minhash: $((unit + regress + 6)) passed, 0 failed" \
-     "($unit cargo tests, $regress pg_regress files, concurrency, constraint, DDL race, dump," \
-     "replication and limits runs)"
+echo "pg_minhash: $total passed, 0 failed (${summary%;})"

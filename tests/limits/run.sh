@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/cluster.sh
 PG_BIN="${LIMITS_PG_BIN:-$PG_BIN}"
+export PATH="$PG_BIN:$PATH"
 
 # Address space of the postmaster and each backend, in KiB.
 LIMIT_KB=3000000
