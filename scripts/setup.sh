@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what pg_minhash needs on Debian/Ubuntu: PostgreSQL and its server headers, sudo and
-# lz4 (system packages), cargo-pgrx at the pinned version, and pgrx pointed at the system
-# PostgreSQL. Safe to run again: each step is skipped when already done.
+# Installs what pg_minhash needs on Debian/Ubuntu: PostgreSQL and its server headers, sudo, lz4
+# and python3 (system packages; python3 runs the format reference check), cargo-pgrx at the
+# pinned version, and pgrx pointed at the system PostgreSQL. Safe to run again: each step is
+# skipped when already done.
 set -euo pipefail
 
 PG_MAJOR="${PG_MAJOR:-15}"
@@ -11,7 +12,8 @@ PG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config"
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 say() { printf '==> %s\n' "$*"; }
 
-packages=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-contrib" sudo lz4 ca-certificates)
+packages=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-contrib" sudo lz4 ca-certificates
+          python3 python3-venv)
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: core unit, property and statistical tests plus the in-database
+# Runs the whole test suite: the format 1 reference vectors against an independent
+# implementation (tests/format), core unit, property and statistical tests plus the in-database
 # #[pg_test]s (one `cargo pgrx test` run), then the pg_regress suite in tests/pg_regress, then
 # the concurrency tests (tests/concurrency: writers of every kind; tests/constraint: the
 # duplicate trigger's guarantees at each isolation level; tests/ddl_race: writers racing
@@ -20,6 +21,7 @@ work=$(mktemp -d /tmp/pg_minhash-test.XXXXXX)
 as_root chown postgres: "$work"
 trap 'as_root rm -rf "$work"' EXIT
 
+bash tests/format/run.sh
 log="$work/cargo-test.log"
 cargo pgrx test "pg$PG_MAJOR" --runas postgres --pgdata "$work/pgtest" 2>&1 | tee "$log"
 bash scripts/regress.sh
@@ -33,6 +35,6 @@ bash tests/limits/run.sh
 unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
 echo
-echo "pg_minhash: $((unit + regress + 6)) passed, 0 failed" \
-     "($unit cargo tests, $regress pg_regress files, concurrency, constraint, DDL race, dump," \
-     "replication and limits runs)"
+echo "pg_minhash: $((unit + regress + 7)) passed, 0 failed" \
+     "($unit cargo tests, $regress pg_regress files, format reference, concurrency, constraint," \
+     "DDL race, dump, replication and limits runs)"
