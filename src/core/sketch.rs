@@ -8,6 +8,8 @@
 //! threshold shows fewer than [`binomial_lower_quantile`] equal values only with the stated
 //! probability, and the filters keep everything at or above it.
 
+use super::hash::splitmix64;
+
 /// Bits in a band sketch: one per slot of the first 128 slots.
 pub const BAND_SKETCH_BITS: usize = 128;
 
@@ -44,7 +46,7 @@ pub fn binomial_lower_quantile(n: usize, p: f64, miss: f64) -> usize {
 pub fn band_sketch(signature: &[u32]) -> BandSketch {
     let mut sketch = [0u64; 2];
     for (i, &v) in signature.iter().take(BAND_SKETCH_BITS).enumerate() {
-        let bit = splitmix64(((i as u64) << 32) | u64::from(v)) & 1;
+        let bit = splitmix64(((i as u64) << 32) | u64::from(v)).1 & 1;
         sketch[i / 64] |= bit << (i % 64);
     }
     sketch
@@ -74,14 +76,6 @@ pub fn equal_bits(a: BandSketch, b: BandSketch, k: usize) -> usize {
 pub fn min_equal_bits(k: usize, threshold: f64, miss: f64) -> usize {
     let slots = k.min(BAND_SKETCH_BITS);
     binomial_lower_quantile(slots, threshold + (1.0 - threshold) / 2.0, miss)
-}
-
-/// SplitMix64's output function: every input bit affects every output bit.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
