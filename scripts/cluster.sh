@@ -3,15 +3,18 @@
 # socket in that directory. `cluster_start DIR` starts it and sets PGHOST/PGPORT/PGUSER for
 # psql; `cluster_stop` stops it and removes DIR.
 
-# PG_MAJOR picks the PostgreSQL version (15 by default): 15 is Debian's, 18 the relocatable
-# build that scripts/setup.sh unpacks into PG18_HOME. PG_BIN may name another installation's
-# bin directory instead. Its psql, pg_dump and the like come first in PATH.
+# PG_MAJOR picks the PostgreSQL version (15 by default): 15 is Debian's in PG15_HOME (which
+# may name another PostgreSQL 15 installation), 18 the relocatable build that scripts/setup.sh
+# unpacks into PG18_HOME. PG_BIN may name another installation's bin directory instead. Its
+# psql, pg_dump and the like come first in PATH.
 PG_MAJOR="${PG_MAJOR:-15}"
+PG15_HOME="${PG15_HOME:-/usr/lib/postgresql/15}"
 PG18_HOME=/opt/pg_minhash/postgresql-18
 
 # pg_bin_dir MAJOR: the bin directory of that version's installation.
 pg_bin_dir() {
     case "$1" in
+        15) echo "$PG15_HOME/bin" ;;
         18) echo "$PG18_HOME/bin" ;;
         *) echo "/usr/lib/postgresql/$1/bin" ;;
     esac
