@@ -4,7 +4,8 @@
 # #[pg_test]s (one `cargo pgrx test` run), then the pg_regress suite in tests/pg_regress, then
 # the concurrency tests (tests/concurrency: writers of every kind; tests/constraint: the
 # duplicate trigger's guarantees at each isolation level; tests/ddl_race: writers racing
-# rebuild, drop and create), the pg_dump and pg_restore paths in tests/dump, logical
+# rebuild, drop and create), the pg_dump and pg_restore paths in tests/dump, ALTER EXTENSION
+# UPDATE from the previous release in tests/upgrade, logical
 # replication in tests/replication and the huge-input run under an address-space limit in
 # tests/limits.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
@@ -29,12 +30,13 @@ bash tests/concurrency/run.sh 10
 bash tests/constraint/run.sh 15
 bash tests/ddl_race/run.sh 10
 bash tests/dump/run.sh
+bash tests/upgrade/run.sh
 bash tests/replication/run.sh
 bash tests/limits/run.sh
 
 unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
 echo
-echo "pg_minhash: $((unit + regress + 7)) passed, 0 failed" \
+echo "pg_minhash: $((unit + regress + 8)) passed, 0 failed" \
      "($unit cargo tests, $regress pg_regress files, format reference, concurrency, constraint," \
-     "DDL race, dump, replication and limits runs)"
+     "DDL race, dump, upgrade, replication and limits runs)"
