@@ -5,8 +5,9 @@
 # `cargo pgrx test` run), the pg_regress suite in tests/pg_regress, the concurrency tests
 # (tests/concurrency: writers of every kind; tests/constraint: the duplicate trigger's
 # guarantees at each isolation level; tests/ddl_race: writers racing rebuild, drop and
-# create), the pg_dump and pg_restore paths in tests/dump, logical replication in
-# tests/replication and the huge-input run under an address-space limit in tests/limits.
+# create), the pg_dump and pg_restore paths in tests/dump, ALTER EXTENSION UPDATE from the
+# previous release in tests/upgrade, logical replication in tests/replication and the
+# huge-input run under an address-space limit in tests/limits.
 # Prints one closing line counting every version's tests.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
 # throwaway directories.
@@ -38,14 +39,16 @@ for major in $PG_MAJORS; do
     bash tests/constraint/run.sh 15
     bash tests/ddl_race/run.sh 10
     bash tests/dump/run.sh
+    bash tests/upgrade/run.sh
     bash tests/replication/run.sh
     bash tests/limits/run.sh
 
     unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
     regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
-    total=$((total + unit + regress + 6))
+    total=$((total + unit + regress + 7))
     summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, concurrency,"
-                "constraint, DDL race, dump, replication and limits runs in $((SECONDS - start)) s;")
+                "constraint, DDL race, dump, upgrade, replication and limits runs in"
+                "$((SECONDS - start)) s;")
 done
 
 summary="${summaries[*]}"

@@ -9,6 +9,22 @@
 -- is private to the table's owner; the sync triggers call one fixed function of the extension,
 -- _minhash_sync (src/index/sync.rs), which writes it as the owner in the same way.
 
+-- The extension's internal functions live in a schema of their own, minhash_internal, out of
+-- the user's way (\df of the extension's schema lists only what users call). pgrx creates it
+-- (src/index/mod.rs; an existing schema of that name that is not the extension's makes CREATE
+-- EXTENSION fail). Everyone may use it: the user-facing functions call into it with the
+-- caller's rights, and each function's EXECUTE privilege is what guards it.
+GRANT USAGE ON SCHEMA minhash_internal TO PUBLIC;
+COMMENT ON SCHEMA minhash_internal IS 'pg_minhash internals: not for direct use';
+
+-- The trigger functions written in Rust (pgrx creates the other functions of this schema).
+CREATE FUNCTION minhash_internal._minhash_sync() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_sync_wrapper';
+CREATE FUNCTION minhash_internal._minhash_band_load() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_band_load_wrapper';
+CREATE FUNCTION minhash_internal._minhash_catalog_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_catalog_changed_wrapper';
+
 CREATE TABLE @extschema@.minhash_indexes (
     tbl regclass PRIMARY KEY,
     id_column name NOT NULL,
@@ -20,9 +36,12 @@ CREATE TABLE @extschema@.minhash_indexes (
     threshold float8 NOT NULL,
     bands int NOT NULL,
     rows_per_band int NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- the signature format the band table's keys and sketches are in (docs/contract.md)
+    format int NOT NULL DEFAULT 1 CHECK (format = 1)
 );
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per table with a managed pg_minhash index';
+COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 
 -- Everyone may read the catalog (the triggers of a table read it as whoever writes the table);
@@ -44,9 +63,9 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 -- Each backend caches the catalog rows its lookups read (src/index/lookup.rs). A changed row
 -- invalidates its table's relcache entry, which drops the cached copy in every backend.
 CREATE TRIGGER minhash_indexes_changed AFTER INSERT OR UPDATE OR DELETE ON @extschema@.minhash_indexes
-    FOR EACH ROW EXECUTE FUNCTION @extschema@._minhash_catalog_changed();
+    FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_catalog_changed();
 CREATE TRIGGER minhash_indexes_truncated AFTER TRUNCATE ON @extschema@.minhash_indexes
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_catalog_changed();
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_catalog_changed();
 
 -- pg_dump carries no dependency of a band table on its table and on the extension (pg_depend
 -- is not dumped); a restore gets them back here. Links every band table of the catalog that
@@ -54,7 +73,7 @@ CREATE TRIGGER minhash_indexes_truncated AFTER TRUNCATE ON @extschema@.minhash_i
 -- are left for their owner's restore). Called after rows are added to the catalog (a full or
 -- data-only restore copies them in) and after ALTER TABLE on the catalog (pg_restore
 -- --disable-triggers enables its triggers again after the copy).
-CREATE FUNCTION @extschema@._minhash_relink()
+CREATE FUNCTION minhash_internal._minhash_relink()
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -70,28 +89,28 @@ BEGIN
                           WHERE d.classid = 'pg_class'::regclass AND d.objid = i.band_table
                             AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.tbl)
     LOOP
-        PERFORM @extschema@._minhash_link_band_table(link.tbl, link.band_table);
+        PERFORM minhash_internal._minhash_link_band_table(link.tbl, link.band_table);
     END LOOP;
 END $$;
 
-CREATE FUNCTION @extschema@._minhash_catalog_loaded()
+CREATE FUNCTION minhash_internal._minhash_catalog_loaded()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM @extschema@._minhash_relink();
+    PERFORM minhash_internal._minhash_relink();
     RETURN NULL;
 END $$;
 
 CREATE TRIGGER minhash_indexes_loaded AFTER INSERT ON @extschema@.minhash_indexes
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_catalog_loaded();
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_catalog_loaded();
 
 -- A data-only restore into a table that has an index already copies in a second catalog row
 -- for it: the index there stands, and the row is skipped (its band rows are dropped by the
 -- band table's load trigger, src/index/restore.rs). minhash_index_create refuses a second
 -- index before it gets here.
-CREATE FUNCTION @extschema@._minhash_catalog_insert()
+CREATE FUNCTION minhash_internal._minhash_catalog_insert()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -104,10 +123,10 @@ BEGIN
 END $$;
 
 CREATE TRIGGER minhash_indexes_kept BEFORE INSERT ON @extschema@.minhash_indexes
-    FOR EACH ROW EXECUTE FUNCTION @extschema@._minhash_catalog_insert();
+    FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_catalog_insert();
 
 -- The catalog row of tbl, or an error naming the table.
-CREATE FUNCTION @extschema@._minhash_index(tbl regclass)
+CREATE FUNCTION minhash_internal._minhash_index(tbl regclass)
 RETURNS @extschema@.minhash_indexes
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -131,7 +150,7 @@ END $$;
 -- or transition table) with columns id_column and text_column. NULL and empty texts are not
 -- indexed (see _minhash_band_values in src/index/mod.rs). OFFSET 0 keeps the subquery whole,
 -- so each text is signed once rather than once per reference to `v`.
-CREATE FUNCTION @extschema@._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
+CREATE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -140,23 +159,24 @@ AS $$
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
          FROM (SELECT d.%2$I::bigint AS id,
-                      @extschema@._minhash_band_values(d.%3$I, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+                      minhash_internal._minhash_band_values(d.%3$I, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
                FROM %8$s d OFFSET 0) s
          WHERE s.v IS NOT NULL',
         cfg.bands, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram, cfg.unit,
         cfg.rows_per_band, source)
 $$;
 
--- Fills the (empty) band table of tbl from its rows in ten set-based chunks of ascending ids,
--- with a NOTICE after each: rows done, percentage and rate. Returns the rows read. It reads the
+-- Fills the (empty) band table of tbl from its rows in ten set-based chunks of ascending ids.
+-- A build that has run for two seconds reports progress after each further chunk in a NOTICE:
+-- rows done, percentage and rate (a small table's build says nothing). Returns the rows read. It reads the
 -- table and writes the band table as the table's owner (_minhash_as_owner).
-CREATE FUNCTION @extschema@._minhash_backfill(tbl regclass)
+CREATE FUNCTION minhash_internal._minhash_backfill(tbl regclass)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     total bigint;
     chunk bigint;
     done bigint := 0;
@@ -166,23 +186,24 @@ DECLARE
     started timestamptz := clock_timestamp();
     seconds float8;
 BEGIN
-    total := @extschema@._minhash_as_owner(tbl, format(
+    total := minhash_internal._minhash_as_owner(tbl, format(
         'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', tbl))::bigint;
     chunk := greatest(ceil(total / 10.0), 1);
     LOOP
-        progress := @extschema@._minhash_as_owner(tbl, format(
+        progress := minhash_internal._minhash_as_owner(tbl, format(
             'WITH chunk AS MATERIALIZED (
                  SELECT * FROM %1$s WHERE %2$I > %5$L::pg_catalog.int8 ORDER BY %2$I LIMIT %6$s),
              added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
              SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*), pg_catalog.max(%2$I))
              FROM chunk',
-            tbl, cfg.id_column, cfg.band_table, @extschema@._minhash_band_rows_sql(cfg, 'chunk'),
+            tbl, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_rows_sql(cfg, 'chunk'),
             last_id, chunk));
         n := (progress ->> 0)::bigint;
         EXIT WHEN n = 0;
         last_id := (progress ->> 1)::bigint;
         done := done + n;
         seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
+        CONTINUE WHEN seconds < 2;
         RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', tbl, done, total,
             round(100.0 * done / total), round(done / seconds);
     END LOOP;
@@ -281,7 +302,7 @@ BEGIN
 
     -- Argument checks with the core's own messages.
     PERFORM @extschema@.minhash('', k, ngram, unit);
-    threshold := @extschema@._minhash_threshold(threshold, NULL);
+    threshold := minhash_internal._minhash_threshold(threshold, NULL);
     IF bands IS NULL THEN
         IF rows_per_band IS NOT NULL THEN
             RAISE EXCEPTION 'rows_per_band needs bands' USING ERRCODE = 'invalid_parameter_value';
@@ -329,27 +350,27 @@ BEGIN
     LOOP
         EXECUTE format('REVOKE ALL ON %s FROM %s', band, grantee);
     END LOOP;
-    PERFORM @extschema@._minhash_link_band_table(tbl, band);
+    PERFORM minhash_internal._minhash_link_band_table(tbl, band);
 
     cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
-               rows_per_band, now());
+               rows_per_band, now(), @extschema@.minhash_format_version());
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
 
     -- One fixed trigger function of the extension keeps the band table exact; it checks that
     -- the table and trigger that fire it are these (src/index/sync.rs).
     EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
                     REFERENCING NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
     EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
                     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
     EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
                     REFERENCING OLD TABLE AS old_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
     EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
-                    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._minhash_sync()', tbl);
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
 
-    PERFORM @extschema@._minhash_backfill(tbl);
+    PERFORM minhash_internal._minhash_backfill(tbl);
     -- A lookup reads and filters candidates from this index alone (an index-only scan); the
     -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
     -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
@@ -362,7 +383,7 @@ BEGIN
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs).
     EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
-                    FOR EACH ROW EXECUTE FUNCTION @extschema@._minhash_band_load()', band);
+                    FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()', band);
     EXECUTE format('ANALYZE %s', band);
     RETURN band;
 END $$;
@@ -370,7 +391,7 @@ END $$;
 -- Drops the band table of an index if it still exists: it may be gone already, dropped by hand
 -- or along with its table. The catalog policy made sure the row names a band table of the
 -- table's owner.
-CREATE FUNCTION @extschema@._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+CREATE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -390,7 +411,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     trg text;
     flags text[];
 BEGIN
@@ -418,7 +439,7 @@ BEGIN
                                'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
     END LOOP;
-    PERFORM @extschema@._minhash_drop_objects(cfg);
+    PERFORM minhash_internal._minhash_drop_objects(cfg);
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
 
@@ -437,7 +458,7 @@ END $$;
 -- ordinary indexes: the band table (dropped with the table through its dependency, or here if
 -- that is missing) and the catalog row. A band table the dropping role may not drop is left
 -- behind with a WARNING rather than failing the DROP.
-CREATE FUNCTION @extschema@._minhash_ddl()
+CREATE FUNCTION minhash_internal._minhash_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -454,7 +475,7 @@ BEGIN
     END IF;
     IF TG_EVENT = 'ddl_command_end' THEN
         IF '@extschema@.minhash_indexes'::regclass IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c) THEN
-            PERFORM @extschema@._minhash_relink();
+            PERFORM minhash_internal._minhash_relink();
         END IF;
         -- CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT and ATTACH PARTITION
         SELECT i.tbl INTO inherited FROM @extschema@.minhash_indexes i
@@ -505,7 +526,7 @@ BEGIN
                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
     LOOP
         BEGIN
-            PERFORM @extschema@._minhash_drop_objects(cfg);
+            PERFORM minhash_internal._minhash_drop_objects(cfg);
         EXCEPTION WHEN insufficient_privilege THEN
             -- (the dropped table's regclass prints as a bare OID)
             SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
@@ -519,9 +540,9 @@ BEGIN
 END $$;
 
 CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
-    EXECUTE FUNCTION @extschema@._minhash_ddl();
+    EXECUTE FUNCTION minhash_internal._minhash_ddl();
 CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
-    EXECUTE FUNCTION @extschema@._minhash_ddl();
+    EXECUTE FUNCTION minhash_internal._minhash_ddl();
 
 CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
 RETURNS bigint
@@ -529,7 +550,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     n bigint;
 BEGIN
     -- Writers wait until this transaction commits. The band rows are deleted rather than
@@ -539,14 +560,14 @@ BEGIN
     -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
     -- 42501 otherwise.)
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-    PERFORM @extschema@._minhash_as_owner(tbl, format(
+    PERFORM minhash_internal._minhash_as_owner(tbl, format(
         'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
         cfg.band_table));
     -- (the load trigger would keep every row, at the cost of one call per band row)
-    PERFORM @extschema@._minhash_as_owner(tbl, format(
+    PERFORM minhash_internal._minhash_as_owner(tbl, format(
         'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
-    n := @extschema@._minhash_backfill(tbl);
-    PERFORM @extschema@._minhash_as_owner(tbl, format(
+    n := minhash_internal._minhash_backfill(tbl);
+    PERFORM minhash_internal._minhash_as_owner(tbl, format(
         'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
     RETURN n;
 END $$;
@@ -557,15 +578,15 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     counts jsonb;
 BEGIN
-    counts := @extschema@._minhash_as_owner(tbl, format(
+    counts := minhash_internal._minhash_as_owner(tbl, format(
         'WITH expected AS (%1$s), actual AS (SELECT id, key, sketch1, sketch2 FROM %2$s)
          SELECT pg_catalog.jsonb_build_array(
              (SELECT pg_catalog.count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
              (SELECT pg_catalog.count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o))',
-        @extschema@._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table));
+        minhash_internal._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table));
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
@@ -573,7 +594,7 @@ END $$;
 -- with a text. They search it in memory (src/core/dedup.rs) rather than joining the band table
 -- with itself: signing the text again costs less than reading `bands` band rows per row, and
 -- gives the same keys.
-CREATE FUNCTION @extschema@._minhash_rows_sql(cfg @extschema@.minhash_indexes)
+CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -588,11 +609,11 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
 BEGIN
-    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    RETURN QUERY SELECT * FROM @extschema@._minhash_search_pairs(
-        @extschema@._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+    threshold := minhash_internal._minhash_threshold(threshold, cfg.threshold);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_pairs(
+        minhash_internal._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
         cfg.rows_per_band, threshold);
 END $$;
 
@@ -602,11 +623,11 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
 BEGIN
-    threshold := @extschema@._minhash_threshold(threshold, cfg.threshold);
-    RETURN QUERY SELECT * FROM @extschema@._minhash_search_clusters(
-        @extschema@._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+    threshold := minhash_internal._minhash_threshold(threshold, cfg.threshold);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
+        minhash_internal._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
         cfg.rows_per_band, threshold);
 END $$;
 
@@ -617,11 +638,11 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := @extschema@._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     stats jsonb;
 BEGIN
     -- bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
-    stats := @extschema@._minhash_as_owner(tbl, format(
+    stats := minhash_internal._minhash_as_owner(tbl, format(
         'WITH buckets AS (SELECT key, pg_catalog.count(*) AS size FROM %1$s GROUP BY key),
          classes AS (
              SELECT CASE WHEN size <= 2 THEN size::text
@@ -640,4 +661,38 @@ BEGIN
         cfg.band_table));
     RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
                         (stats ->> 3)::bigint, stats -> 4;
+END $$;
+
+-- What \df+ and \dd show for each function users call (all overloads of a name).
+DO $$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT p.oid::pg_catalog.regprocedure AS fn, c.description
+        FROM (VALUES
+            ('minhash', 'MinHash signature of a text: k 32-bit slots over its n-gram shingles (format 1)'),
+            ('lsh_bands', 'LSH band keys of a signature: one int8 key per band of r slots'),
+            ('jaccard', 'exact Jaccard similarity of the shingle sets of two texts'),
+            ('shingles', 'the distinct shingles of a text, exactly what minhash() hashes'),
+            ('minhash_similarity', 'estimated Jaccard similarity of two signatures: the share of equal slots'),
+            ('lsh_probability', 'probability that a pair of this similarity shares a band: 1 - (1 - s^r)^b'),
+            ('lsh_params', 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
+            ('minhash_components', 'connected components of a graph given as (id_a, id_b) edge arrays'),
+            ('minhash_format_version', 'the signature format version this build computes'),
+            ('minhash_index_create', 'create a managed MinHash index on a table''s text column and fill it'),
+            ('minhash_index_drop', 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
+            ('minhash_index_rebuild', 'rebuild a table''s managed MinHash index from its rows'),
+            ('minhash_index_check', 'count the band rows a table''s managed index misses and holds in excess of its rows'),
+            ('minhash_index_stats', 'rows, keys and bucket sizes of a table''s managed MinHash index'),
+            ('minhash_similar', 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
+            ('minhash_duplicates', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
+            ('minhash_clusters', 'the clusters of near-duplicate rows of an indexed table, named by their smallest id'),
+            ('minhash_flag_duplicate', 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
+        ) c(name, description)
+        JOIN pg_catalog.pg_proc p ON p.proname = c.name
+         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
+    END LOOP;
 END $$;

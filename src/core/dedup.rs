@@ -23,16 +23,12 @@ use std::collections::{BinaryHeap, HashMap};
 use super::bands::band_keys;
 use super::capacity::{filled, push, reserve, reserve_map, reserve_str, CapacityError};
 use super::components::UnionFind;
-use super::jaccard::ShingleSet;
+use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
 use super::params::{Banding, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
-use super::sketch::binomial_lower_quantile;
+use super::sketch::{binomial_lower_quantile, SKETCH_MISS_PROBABILITY};
 use super::sort::sort_by;
 
-/// Probability, per true pair, that the sketch filter drops it (see [`min_sketch_matches`]).
-const SKETCH_MISS_PROBABILITY: f64 = 1e-9;
-/// Bytes of shingle sets kept for verification before the cache starts over.
-const SHINGLE_CACHE_BYTES: usize = 128 << 20;
 /// Candidate pairs looked at, rows or pairs handled, between calls of `check_interrupts`.
 const INTERRUPT_EVERY: u32 = 1 << 16;
 

@@ -63,7 +63,7 @@ fn code_matches_reference_vectors() {
             }
             "band_sketch" => {
                 let sig: Vec<u32> = list(f[1]);
-                let want = [f[2].parse().unwrap(), f[3].parse().unwrap()];
+                let want: [u64; 2] = [f[2].parse().unwrap(), f[3].parse().unwrap()];
                 assert_eq!(band_sketch(&sig), want, "{line:.60}");
                 counts[3] += 1;
             }

@@ -10,6 +10,9 @@ use super::shingle::{byte_windows, for_each_shingle};
 use super::sort::{sort_by, sort_u64};
 
 /// Windows hashed between interrupt checks.
+/// Bytes of shingle sets a verification cache keeps (per backend for `jaccard`, per search for
+/// `minhash_duplicates` and `minhash_clusters`) before it starts over.
+pub const SHINGLE_CACHE_BYTES: usize = 256 << 20;
 const HASH_BATCH: usize = 1 << 16;
 
 /// A document's distinct shingles, ordered by (hash, bytes) so two sets intersect in one merge.

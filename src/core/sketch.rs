@@ -10,6 +10,11 @@
 
 use super::hash::splitmix64;
 
+/// Probability, per pair at or above the threshold, that a sketch filter drops it (lookups and
+/// searches alike): far below what the banding itself misses at the threshold (1% by default,
+/// see `lsh_params`).
+pub const SKETCH_MISS_PROBABILITY: f64 = 1e-9;
+
 /// Bits in a band sketch: one per slot of the first 128 slots.
 pub const BAND_SKETCH_BITS: usize = 128;
 

@@ -22,20 +22,17 @@ use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::{Banding, Shingling};
-use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch};
+use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, SKETCH_MISS_PROBABILITY};
 use crate::sql::error::raise;
 use crate::sql::interrupts;
 
 use super::compat;
+use super::extension::Extension;
 use super::owner::{as_owner, relation_owner};
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
 use super::sync::{claim_band_rows, withdraw_claim};
 use super::{band_entry, checked_threshold, float8_text, for_each_row, index_params, spi_failed};
-
-/// Probability, per row at or above the threshold, that a lookup's sketch filter drops it: far
-/// below what the banding itself misses at the threshold (1% by default, see `lsh_params`).
-const SKETCH_MISS_PROBABILITY: f64 = 1e-6;
 
 /// Prepared statements kept per backend: the catalog query and the two lookup queries of each
 /// indexed table in use, in practice.
@@ -86,7 +83,8 @@ unsafe extern "C-unwind" fn relcache_invalidated(_: pg_sys::Datum, relid: pg_sys
 /// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
 /// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
 /// every table on TRUNCATE), so that every backend drops its cached copy (see [`CONFIGS`]).
-#[pg_trigger]
+// (created in schema minhash_internal by sql/index.sql)
+#[pg_trigger(sql = false)]
 fn _minhash_catalog_changed<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
@@ -95,7 +93,7 @@ fn _minhash_catalog_changed<'a>(
     // SAFETY: a trigger's relation is open while it fires; catalog lookups by OID.
     let on_catalog = unsafe {
         let rel = data.tg_relation;
-        pg_sys::get_func_namespace(trigger.trigger().tgfoid) == (*(*rel).rd_rel).relnamespace
+        Extension::of_function(trigger.trigger().tgfoid).schema == (*(*rel).rd_rel).relnamespace
             && pgrx::name_data_to_str(&(*(*rel).rd_rel).relname) == "minhash_indexes"
     };
     if !on_catalog {
@@ -227,8 +225,8 @@ impl IndexConfig {
             unsafe {
                 let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
                 if !rel.is_null() {
-                    let schema = pg_sys::get_func_namespace(fn_oid);
-                    let indexed = has_sync_trigger((*rel).trigdesc, schema);
+                    let ext = Extension::of_function(fn_oid);
+                    let indexed = has_sync_trigger((*rel).trigdesc, ext);
                     pg_sys::table_close(rel, pg_sys::NoLock as i32);
                     if indexed {
                         refuse_newer_index(tbl);
@@ -278,10 +276,7 @@ impl IndexConfig {
     /// The catalog row of `tbl`, read through the catalog of the extension whose function
     /// `fn_oid` is running, if it has one.
     fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Option<IndexConfig> {
-        // SAFETY: the OID of the function running now, whose pg_proc row exists.
-        let schema = unsafe { pg_sys::get_namespace_name(pg_sys::get_func_namespace(fn_oid)) };
-        // SAFETY: get_namespace_name returns a palloc'd C string for an existing schema.
-        let schema = quote_ident(unsafe { CStr::from_ptr(schema) });
+        let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
@@ -828,7 +823,7 @@ fn minhash_similar(
 
 /// The two queries `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl` (see
 /// `IndexConfig::lookup_sql`), named `bands` and `rows`; shown so their plans can be checked.
-#[pg_extern(stable, strict, parallel_safe)]
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_lookup_sql(
     tbl: Regclass,
     fcinfo: pg_sys::FunctionCallInfo,
@@ -842,7 +837,7 @@ fn _minhash_lookup_sql(
 /// The indexes a lookup of `tbl` by the current user would read directly now (see `scan`), by
 /// name: the band index for candidates and the table's unique index for their texts; NULL for a
 /// step that would run its SQL query instead. Shown so tests can tell.
-#[pg_extern(stable, strict, parallel_safe)]
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_direct_reads(
     tbl: Regclass,
     fcinfo: pg_sys::FunctionCallInfo,
@@ -926,10 +921,7 @@ fn minhash_flag_duplicate<'a>(
             // stay as they were dumped, as in a full restore.
             // SAFETY: the trigger descriptor of the open relation; the function running now.
             None if unsafe {
-                has_sync_trigger(
-                    (*data.tg_relation).trigdesc,
-                    pg_sys::get_func_namespace(fn_oid),
-                )
+                has_sync_trigger((*data.tg_relation).trigdesc, Extension::of_function(fn_oid))
             } =>
             {
                 // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
@@ -969,9 +961,7 @@ fn minhash_flag_duplicate<'a>(
         let entry = doc.and_then(|doc| band_entry(doc, cfg.k, cfg.shingling, cfg.banding));
         let conflicts = match (doc, &entry) {
             (Some(doc), Some(entry)) => as_owner(owner, || {
-                // SAFETY: the function running now exists.
-                let schema = unsafe { pg_sys::get_func_namespace(fn_oid) };
-                let rel = (tbl, owner, schema);
+                let rel = (tbl, owner, Extension::of_function(fn_oid));
                 loop {
                     checking::begin();
                     if let Some(id) = own_ids[0] {

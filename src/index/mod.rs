@@ -19,6 +19,7 @@ const FETCH_ROWS: i32 = 10_000;
 
 mod claim;
 mod compat;
+mod extension;
 mod lookup;
 mod owner;
 mod restore;
@@ -26,6 +27,10 @@ mod scan;
 mod sync;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
+
+/// The schema of the extension's internal functions (see sql/index.sql).
+#[pg_schema]
+mod minhash_internal {}
 
 pgrx::extension_sql_file!("../../sql/index.sql", name = "managed_index", finalize);
 
@@ -53,7 +58,7 @@ fn band_entry(
 /// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
 /// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
 /// returning it costs less than returning rows one by one, and the band-row SQL unnests it.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_band_values(
     doc: &str,
     k: i32,
@@ -70,7 +75,7 @@ fn _minhash_band_values(
 
 /// Internal to the PL/pgSQL functions: a threshold argument (see [`check_threshold`]), or
 /// `fallback` if it is NULL.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
 fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f64> {
     threshold.map(check_threshold).or(fallback)
 }
@@ -231,7 +236,7 @@ fn spi_failed(e: pgrx::spi::Error) -> ! {
 /// Internal to `minhash_duplicates`: every verified pair among the `(id bigint, text)` rows of
 /// `rows_query` (run with the caller's rights), ordered by `(id_a, id_b)`. The pairs are made
 /// one per call (`core::dedup::Pairs`), never held all at once.
-#[pg_extern(stable, strict, parallel_safe)]
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
 #[allow(clippy::too_many_arguments)]
 fn _minhash_search_pairs(
     rows_query: &str,
@@ -248,7 +253,7 @@ fn _minhash_search_pairs(
 
 /// Internal to `minhash_clusters`: the clusters of the verified pairs among the rows of
 /// `rows_query`, as `(id, cluster_id)` ordered by cluster then id.
-#[pg_extern(stable, strict, parallel_safe)]
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
 #[allow(clippy::too_many_arguments)]
 fn _minhash_search_clusters(
     rows_query: &str,
@@ -268,7 +273,7 @@ fn _minhash_search_clusters(
 /// (`DROP EXTENSION` refuses while it exists, and `DROP EXTENSION ... CASCADE` drops it). The
 /// caller must have the privileges of the owner of both, which must be one role (42501), and
 /// `band` must be an ordinary table (42809): it acts on nothing the caller could not drop.
-#[pg_extern(volatile, strict, parallel_unsafe)]
+#[pg_extern(volatile, strict, parallel_unsafe, schema = "minhash_internal")]
 fn _minhash_link_band_table(tbl: lookup::Regclass, band: lookup::Regclass) {
     let (tbl, band) = (tbl.0, band.0);
     let owner = owner::check_owner(tbl);

@@ -116,7 +116,7 @@ pub(crate) fn check_owner(tbl: pg_sys::Oid) -> pg_sys::Oid {
 /// `tbl` (see the module documentation) and returns the first column of its first row, which
 /// must be jsonb if there is one. The caller must have the owner's privileges (42501): this
 /// acts with no rights the caller does not already have, and with fewer.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "minhash_internal")]
 fn _minhash_as_owner(tbl: Option<Regclass>, sql: Option<&str>) -> Option<JsonB> {
     let (Some(Regclass(tbl)), Some(sql)) = (tbl, sql) else {
         raise(

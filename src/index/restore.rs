@@ -23,6 +23,7 @@ use pgrx::PgSqlErrorCode;
 
 use crate::sql::error::raise;
 
+use super::extension::Extension;
 use super::lookup::qualified_name;
 use super::owner::as_owner;
 
@@ -46,7 +47,8 @@ thread_local! {
 
 /// Trigger function of a band table's `minhash_bands_load` trigger (see the module
 /// documentation): the new band row, or nothing.
-#[pg_trigger]
+// (created in schema minhash_internal by sql/index.sql)
+#[pg_trigger(sql = false)]
 fn _minhash_band_load<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
@@ -79,9 +81,8 @@ fn _minhash_band_load<'a>(
     let keep = match DECISION.get() {
         Some((key, keep)) if key == statement => keep,
         _ => {
-            // SAFETY: the OID of the function running now, whose pg_proc row exists.
-            let schema = unsafe { pg_sys::get_func_namespace(trigger.trigger().tgfoid) };
-            let keep = as_owner(owner, || keeps_loaded_rows(band, schema));
+            let ext = Extension::of_function(trigger.trigger().tgfoid);
+            let keep = as_owner(owner, || keeps_loaded_rows(band, ext));
             DECISION.set(Some((statement, keep)));
             keep
         }
@@ -89,17 +90,10 @@ fn _minhash_band_load<'a>(
     Ok(if keep { trigger.new() } else { None })
 }
 
-/// Whether rows written into `band` by SQL are kept: unless the catalog of the extension in
-/// `schema` names it as the band table of a table that the sync triggers have indexed.
-fn keeps_loaded_rows(band: pg_sys::Oid, schema: pg_sys::Oid) -> bool {
-    // SAFETY: the schema of a running function exists; quote_identifier returns its argument
-    // or a palloc'd copy.
-    let schema = unsafe {
-        let name = pg_sys::get_namespace_name(schema);
-        CStr::from_ptr(pg_sys::quote_identifier(name))
-            .to_string_lossy()
-            .into_owned()
-    };
+/// Whether rows written into `band` by SQL are kept: unless the catalog of `ext` names it as
+/// the band table of a table that the sync triggers have indexed.
+fn keeps_loaded_rows(band: pg_sys::Oid, ext: Extension) -> bool {
+    let schema = ext.quoted_schema();
     let tbl = Spi::get_one_with_args::<pg_sys::Oid>(
         &format!(
             "SELECT i.tbl::pg_catalog.oid FROM {schema}.minhash_indexes i
@@ -124,29 +118,29 @@ fn keeps_loaded_rows(band: pg_sys::Oid, schema: pg_sys::Oid) -> bool {
     .unwrap_or(true)
 }
 
-/// Whether the triggers `trigdesc` (of a band table) are none, or only its load trigger of the
-/// extension in `schema`.
+/// Whether the triggers `trigdesc` (of a band table) are none, or only its load trigger of
+/// `ext`.
 ///
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
 pub(super) unsafe fn only_load_trigger(
     trigdesc: *const pg_sys::TriggerDesc,
-    schema: pg_sys::Oid,
+    ext: Extension,
 ) -> bool {
     // SAFETY: per the contract.
     unsafe { triggers(trigdesc) }
         .iter()
-        .all(|t| is_ours(t, LOAD_TRIGGER, BEFORE_INSERT_ROW, LOAD_FUNCTION, schema))
+        .all(|t| is_ours(t, LOAD_TRIGGER, BEFORE_INSERT_ROW, LOAD_FUNCTION, ext))
 }
 
-/// Whether the table with triggers `trigdesc` carries the insert sync trigger of the extension
-/// in `schema`, as an indexed table restored without its catalog row yet does.
+/// Whether the table with triggers `trigdesc` carries the insert sync trigger of `ext`, as an
+/// indexed table restored without its catalog row yet does.
 ///
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
 pub(super) unsafe fn has_sync_trigger(
     trigdesc: *const pg_sys::TriggerDesc,
-    schema: pg_sys::Oid,
+    ext: Extension,
 ) -> bool {
     let after_insert_statement = pg_sys::TRIGGER_TYPE_INSERT as i16;
     // SAFETY: per the contract.
@@ -156,7 +150,7 @@ pub(super) unsafe fn has_sync_trigger(
             SYNC_INSERT_TRIGGER,
             after_insert_statement,
             SYNC_FUNCTION,
-            schema,
+            ext,
         )
     })
 }
@@ -171,14 +165,8 @@ unsafe fn triggers<'a>(trigdesc: *const pg_sys::TriggerDesc) -> &'a [pg_sys::Tri
     unsafe { std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize) }
 }
 
-/// Whether trigger `t` is named `name`, of type `tgtype`, and calls `function` of `schema`.
-fn is_ours(
-    t: &pg_sys::Trigger,
-    name: &str,
-    tgtype: i16,
-    function: &str,
-    schema: pg_sys::Oid,
-) -> bool {
+/// Whether trigger `t` is named `name`, of type `tgtype`, and calls `function` of `ext`.
+fn is_ours(t: &pg_sys::Trigger, name: &str, tgtype: i16, function: &str, ext: Extension) -> bool {
     // SAFETY: a trigger's name is a C string; the function lookups are syscache reads that
     // return NULL or a palloc'd name for a function that is gone.
     unsafe {
@@ -187,6 +175,6 @@ fn is_ours(
             && t.tgtype == tgtype
             && !function_name.is_null()
             && CStr::from_ptr(function_name).to_bytes() == function.as_bytes()
-            && pg_sys::get_func_namespace(t.tgfoid) == schema
+            && ext.owns_function(t.tgfoid)
     }
 }

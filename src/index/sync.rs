@@ -29,6 +29,7 @@ use crate::sql::error::raise;
 use super::band_entry;
 use super::claim;
 use super::compat;
+use super::extension::Extension;
 use super::lookup::{
     column, qualified_name, refuse_newer_index, regclass_name, varlena_bytes, IndexConfig,
     COLUMNS_HINT,
@@ -67,7 +68,8 @@ impl Event {
 }
 
 /// Trigger function of the sync triggers of an indexed table (see the module documentation).
-#[pg_trigger]
+// (created in schema minhash_internal by sql/index.sql)
+#[pg_trigger(sql = false)]
 fn _minhash_sync<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
@@ -112,8 +114,8 @@ fn _minhash_sync<'a>(
         // SAFETY: the band table is opened and locked as a DELETE or INSERT would, checked, and
         // closed again by `BandTable`; the transition tables are those of this trigger event.
         unsafe {
-            let schema = pg_sys::get_func_namespace(trigger.trigger().tgfoid);
-            let band = BandTable::open(&cfg, tbl, owner, schema);
+            let ext = Extension::of_function(trigger.trigger().tgfoid);
+            let band = BandTable::open(&cfg, tbl, owner, ext);
             match event {
                 Event::Insert => {
                     insert_band_rows(data, &cfg, &band, data.tg_newtable, None);
@@ -363,18 +365,18 @@ unsafe fn insert_band_rows(
 }
 
 /// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
-/// by `owner`, indexed by the extension in `schema`) now, as a claim (see `claim`): for
+/// by `owner`, indexed by extension `ext`) now, as a claim (see `claim`): for
 /// `minhash_flag_duplicate`, before it checks the row. As the table's owner.
 pub(super) fn claim_band_rows(
     cfg: &IndexConfig,
-    (tbl, owner, schema): (pg_sys::Oid, pg_sys::Oid, pg_sys::Oid),
+    (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
     id: i64,
     keys: &[i64],
     sketch: BandSketch,
 ) {
     // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
     unsafe {
-        let band = BandTable::open(cfg, tbl, owner, schema);
+        let band = BandTable::open(cfg, tbl, owner, ext);
         let mut writer = band.writer();
         writer.tids = Some(Vec::with_capacity(keys.len()));
         for &key in keys {
@@ -421,12 +423,12 @@ unsafe fn delete_band_rows(
 /// are deleted (see `claim`).
 pub(super) fn withdraw_claim(
     cfg: &IndexConfig,
-    (tbl, owner, schema): (pg_sys::Oid, pg_sys::Oid, pg_sys::Oid),
+    (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
     id: i64,
 ) {
     // SAFETY: as for `claim_band_rows`.
     unsafe {
-        let band = BandTable::open(cfg, tbl, owner, schema);
+        let band = BandTable::open(cfg, tbl, owner, ext);
         claim::release(band.rel, id);
         band.close();
     }
@@ -441,7 +443,7 @@ struct BandTable {
 impl BandTable {
     /// Opens the band table of `cfg` with RowExclusiveLock, as an INSERT or DELETE would, and
     /// refuses it unless it is the plain table `minhash_index_create` made, owned by `owner`,
-    /// with no trigger but its load trigger of the extension in `schema` (see the module
+    /// with no trigger but its load trigger of extension `ext` (see the module
     /// documentation).
     ///
     /// # Safety
@@ -450,7 +452,7 @@ impl BandTable {
         cfg: &IndexConfig,
         tbl: pg_sys::Oid,
         owner: pg_sys::Oid,
-        schema: pg_sys::Oid,
+        ext: Extension,
     ) -> BandTable {
         let altered = |why: &str| -> ! {
             raise(
@@ -498,7 +500,7 @@ impl BandTable {
             {
                 altered("is no longer a plain heap table");
             }
-            if !only_load_trigger((*rel).trigdesc, schema) {
+            if !only_load_trigger((*rel).trigdesc, ext) {
                 altered("has triggers");
             }
             if !(*rel).rd_rules.is_null() {

@@ -20,13 +20,10 @@ use pgrx::PgSqlErrorCode;
 use crate::core::bands::band_keys;
 use crate::core::capacity::{reserve, CapacityError};
 use crate::core::hash::FORMAT_VERSION;
-use crate::core::jaccard::{ShingleCache, ShingleSet};
+use crate::core::jaccard::{ShingleCache, ShingleSet, SHINGLE_CACHE_BYTES};
 use crate::core::params::{self, check_k, Banding, Shingling, Unit};
 use crate::core::signature::{estimate_similarity, Signer};
 use error::{raise, OrRaise};
-
-/// Bytes of shingle sets `jaccard` keeps per backend within one transaction.
-const SHINGLE_CACHE_BYTES: usize = 256 << 20;
 
 thread_local! {
     /// One set of signature buffers per backend: signing a table reuses them row after row

@@ -224,7 +224,7 @@ mod tests {
     fn functions_are_marked_for_what_they_are() {
         let members = "FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
              JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_minhash'
-             AND p.pronamespace = e.extnamespace";
+             AND p.pronamespace IN (e.extnamespace, 'minhash_internal'::regnamespace)";
         let table_readers =
             "'_minhash_search_pairs', '_minhash_search_clusters', 'minhash_similar',
              '_minhash_lookup_sql', '_minhash_direct_reads'";
@@ -250,6 +250,35 @@ mod tests {
         assert_eq!(readers, Some(expected.map(String::from).to_vec()));
         let definers = one::<i64>(&format!("SELECT count(*) {members} WHERE p.prosecdef"));
         assert_eq!(definers, Some(0));
+    }
+
+    /// `\df` of the extension's schema lists only what users call, each with a comment; the
+    /// internal functions (names starting with `_minhash_`) are all in `minhash_internal`.
+    #[pg_test]
+    fn public_functions_are_commented_and_internals_kept_apart() {
+        let members = "FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
+             AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+             JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_minhash'";
+        let misplaced = one::<Vec<String>>(&format!(
+            "SELECT coalesce(array_agg(p.oid::regprocedure::text), '{{}}') {members}
+             WHERE (p.proname LIKE '\\_minhash\\_%') <>
+                   (p.pronamespace = 'minhash_internal'::regnamespace)"
+        ));
+        assert_eq!(misplaced, Some(vec![]));
+        let uncommented = one::<Vec<String>>(&format!(
+            "SELECT coalesce(array_agg(p.oid::regprocedure::text), '{{}}') {members}
+             WHERE p.pronamespace = e.extnamespace
+               AND obj_description(p.oid, 'pg_proc') IS NULL"
+        ));
+        assert_eq!(uncommented, Some(vec![]));
+        let public = one::<i64>(&format!(
+            "SELECT count(*) {members} WHERE p.pronamespace = e.extnamespace"
+        ));
+        assert_eq!(public, Some(18));
+        // a role without any grant can still reach the internals the public functions call
+        let usage =
+            one::<bool>("SELECT has_schema_privilege('public', 'minhash_internal', 'USAGE')");
+        assert_eq!(usage, Some(true));
     }
 
     #[pg_test]

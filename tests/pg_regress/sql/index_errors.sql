@@ -32,7 +32,7 @@ SELECT try(q) FROM unnest(ARRAY[
   $$SELECT * FROM minhash_duplicates('docs')$$,
   $$SELECT * FROM minhash_clusters('docs')$$,
   $$SELECT * FROM minhash_index_stats('docs')$$,
-  $$SELECT * FROM _minhash_direct_reads('docs')$$,
+  $$SELECT * FROM minhash_internal._minhash_direct_reads('docs')$$,
   $$SELECT * FROM minhash_similar(NULL, 'x')$$
 ]) q;
 

@@ -37,7 +37,7 @@ BEGIN
 END $$;
 
 -- Freshly written pages are not all-visible: every candidate is checked in the heap.
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 CREATE TEMP TABLE direct_fresh AS SELECT * FROM pg_temp.all_lookups();
 SELECT count(*) AS matches, count(DISTINCT probe) AS probes FROM direct_fresh;
 
@@ -47,7 +47,7 @@ SELECT pg_temp.differences('direct_fresh') AS differences;
 
 -- SERIALIZABLE transactions use the SQL query (it takes the predicate locks); same rows.
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 COMMIT;
 
@@ -63,10 +63,10 @@ SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 CREATE TEMP TABLE direct_changed AS SELECT * FROM pg_temp.all_lookups();
 -- the SQL query over the same rows, for comparison
 DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_changed') AS differences;
 ROLLBACK;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 
 -- Another B-tree with the same columns serves as well; a hash index or a partial one does not.
@@ -74,16 +74,16 @@ BEGIN;
 DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
 CREATE INDEX notes_hash ON notes_minhash_bands USING hash (key);
 CREATE INDEX notes_partial ON notes_minhash_bands (key, id, sketch1, sketch2) WHERE id > 0;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 CREATE INDEX notes_other ON notes_minhash_bands (key) INCLUDE (sketch2, id, sketch1);
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 ROLLBACK;
 
 -- A renamed band table is followed.
 ALTER TABLE notes_minhash_bands RENAME TO notes_bands_renamed;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 ALTER TABLE notes_bands_renamed RENAME TO notes_minhash_bands;
 
@@ -98,7 +98,7 @@ DELETE FROM notes WHERE id >= 2000;
 CREATE ROLE regress_minhash_columns;
 GRANT SELECT (id, body) ON notes TO regress_minhash_columns;
 SET ROLE regress_minhash_columns;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 RESET ROLE;
 -- Row-level security on the table: texts through the SQL query, which applies the policy.
@@ -106,7 +106,7 @@ GRANT SELECT ON notes TO regress_minhash_columns;
 ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY even ON notes FOR SELECT USING (id % 2 = 0);
 SET ROLE regress_minhash_columns;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 RESET ROLE;
 DROP POLICY even ON notes;
@@ -120,7 +120,7 @@ DROP ROLE regress_minhash_columns;
 CREATE ROLE regress_minhash_lookup;
 GRANT SELECT ON notes TO regress_minhash_lookup;
 SET ROLE regress_minhash_lookup;
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 SELECT try($$SELECT * FROM notes_minhash_bands$$);
 RESET ROLE;
@@ -158,10 +158,10 @@ SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes
 SELECT pg_temp.elsewhere($$UPDATE minhash_indexes SET threshold = 0.7 WHERE tbl = 'notes'::regclass$$);
 SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 SELECT pg_temp.elsewhere('DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx');
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 SELECT pg_temp.elsewhere('CREATE INDEX notes_bands_again ON notes_minhash_bands (key, id) INCLUDE (sketch1, sketch2)');
-SELECT * FROM _minhash_direct_reads('notes');
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 DROP EXTENSION dblink;
 

@@ -59,7 +59,7 @@ SELECT * FROM minhash_index_stats('articles');
 -- The two queries minhash_similar and the insert trigger prepare: candidates with their
 -- sketches from the (key, id) INCLUDE (sketch1, sketch2) index alone, then the texts of those
 -- the sketch keeps by the table's primary key.
-SELECT format('PREPARE %s(int8[]) AS %s', step, query) FROM _minhash_lookup_sql('articles') \gexec
+SELECT format('PREPARE %s(int8[]) AS %s', step, query) FROM minhash_internal._minhash_lookup_sql('articles') \gexec
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 EXPLAIN (COSTS OFF) EXECUTE bands(lsh_bands(minhash('some text'), 16, 6));

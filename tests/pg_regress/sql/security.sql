@@ -62,8 +62,9 @@ SELECT * FROM unharmed();
 SELECT count(*) AS security_definer FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_minhash') AND p.prosecdef;
 SELECT count(*) AS generated_functions FROM pg_proc
-WHERE proname LIKE '%minhash%' AND pronamespace <> (SELECT extnamespace FROM pg_extension
-                                                    WHERE extname = 'pg_minhash');
+WHERE proname LIKE '%minhash%'
+  AND pronamespace NOT IN ((SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash'),
+                           'minhash_internal'::regnamespace);
 
 -- The band tables are private: no privileges but their owner's.
 SELECT c.relname, pg_get_userbyid(c.relowner) AS owner,
@@ -90,7 +91,7 @@ CREATE FUNCTION public.attach(name text, timing text, event text, tbl text, tran
                               level text) RETURNS text LANGUAGE plpgsql AS $f$
 DECLARE
     created text := try(format('CREATE TRIGGER %I %s %s ON %s %s FOR EACH %s
-                                EXECUTE FUNCTION _minhash_sync()',
+                                EXECUTE FUNCTION minhash_internal._minhash_sync()',
                                name, timing, event, tbl, transition, level));
     fired text := try(CASE event
         WHEN 'INSERT' THEN format($$INSERT INTO %1$s SELECT coalesce(max(id), 0) + 1, 'x' FROM %1$s$$, tbl)
@@ -126,7 +127,7 @@ FROM (VALUES ('minhash_sync_insert', 'AFTER', 'INSERT', 'REFERENCING NEW TABLE A
 ORDER BY tbl, event, name, level, transition, timing;
 -- The other trigger functions refuse other tables too.
 CREATE TABLE fake (tbl regclass);
-CREATE TRIGGER fake AFTER INSERT ON fake FOR EACH ROW EXECUTE FUNCTION _minhash_catalog_changed();
+CREATE TRIGGER fake AFTER INSERT ON fake FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_catalog_changed();
 SELECT try($$INSERT INTO fake VALUES ('questions')$$);
 CREATE TRIGGER fake_flag BEFORE INSERT ON mine FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('id');
 SELECT try($$INSERT INTO mine VALUES (100, 'x')$$);
@@ -151,9 +152,9 @@ SELECT try($$SELECT minhash_index_rebuild('questions')$$);
 SELECT try($$SELECT minhash_index_drop('secrets')$$);
 SELECT try($$SELECT * FROM minhash_index_check('questions')$$);
 SELECT try($$SELECT * FROM minhash_index_stats('questions')$$);
-SELECT try($$SELECT _minhash_as_owner('questions', 'TRUNCATE questions_minhash_bands')$$);
-SELECT try($$SELECT _minhash_as_owner('secrets', 'SELECT to_jsonb(count(*)) FROM secrets')$$);
-SELECT try($$SELECT _minhash_link_band_table('mine', 'questions')$$);
+SELECT try($$SELECT minhash_internal._minhash_as_owner('questions', 'TRUNCATE questions_minhash_bands')$$);
+SELECT try($$SELECT minhash_internal._minhash_as_owner('secrets', 'SELECT to_jsonb(count(*)) FROM secrets')$$);
+SELECT try($$SELECT minhash_internal._minhash_link_band_table('mine', 'questions')$$);
 SELECT try($$SELECT * FROM public.questions_minhash_bands$$);
 SELECT try($$TRUNCATE public.questions_minhash_bands$$);
 -- 4. Writing the indexed table with the attacker's own operators and functions first in the

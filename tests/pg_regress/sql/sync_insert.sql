@@ -8,7 +8,7 @@ SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'bulk'::regclass;
 CREATE FUNCTION pg_temp.band_diff() RETURNS TABLE (missing bigint, extra bigint) LANGUAGE sql AS $$
     WITH want AS (
         SELECT s.id, unnest(s.v[1:16]) AS key, s.v[17] AS sketch1, s.v[18] AS sketch2
-        FROM (SELECT id, _minhash_band_values(body, 128, 5, 'char', 16, 6) AS v FROM bulk) s
+        FROM (SELECT id, minhash_internal._minhash_band_values(body, 128, 5, 'char', 16, 6) AS v FROM bulk) s
         WHERE s.v IS NOT NULL),
     got AS (SELECT id, key, sketch1, sketch2 FROM bulk_minhash_bands)
     SELECT (SELECT count(*) FROM (TABLE want EXCEPT ALL TABLE got) m),
@@ -85,22 +85,22 @@ SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
 -- that is not one of ours, or a table without an index, where only an INSERT does nothing (a
 -- data-only restore loads tables before the catalog row of their index).
 CREATE TABLE plain_table (id int PRIMARY KEY, body text);
-CREATE TRIGGER misused BEFORE INSERT ON plain_table FOR EACH ROW EXECUTE FUNCTION _minhash_sync();
+CREATE TRIGGER misused BEFORE INSERT ON plain_table FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_sync();
 SELECT try($$INSERT INTO plain_table VALUES (1, 'x')$$);
 DROP TRIGGER misused ON plain_table;
 CREATE TRIGGER misused AFTER INSERT ON plain_table REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION _minhash_sync();
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync();
 SELECT try($$INSERT INTO plain_table VALUES (1, 'x')$$);
 DROP TRIGGER misused ON plain_table;
 CREATE TRIGGER minhash_sync_insert AFTER INSERT ON plain_table REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION _minhash_sync();
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync();
 SELECT try($$INSERT INTO plain_table VALUES (1, 'x')$$);
 CREATE TRIGGER second_sync AFTER INSERT ON bulk REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION _minhash_sync();
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync();
 SELECT try($$INSERT INTO bulk VALUES (6001, 'a second sync trigger would double the band rows')$$);
 DROP TRIGGER second_sync ON bulk;
 CREATE TRIGGER minhash_sync_delete AFTER INSERT ON plain_table REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION _minhash_sync();
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync();
 SELECT try($$INSERT INTO plain_table VALUES (2, 'x')$$);
 SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
 

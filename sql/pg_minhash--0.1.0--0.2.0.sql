@@ -1,0 +1,616 @@
+-- pg_minhash 0.1.0 -> 0.2.0. Run by ALTER EXTENSION pg_minhash UPDATE; never edited once
+-- released (a change is a new upgrade script). Indexes, band tables and their triggers stay as
+-- they are: the moved functions keep their OIDs, which the triggers reference.
+\echo Use "ALTER EXTENSION pg_minhash UPDATE TO '0.2.0'" to load this file. \quit
+
+-- The catalog records the signature format of each band table. (First: the ALTER TABLE fires
+-- the extension's event trigger, whose function must still find what it calls.)
+ALTER TABLE @extschema@.minhash_indexes
+    ADD COLUMN format int NOT NULL DEFAULT 1 CHECK (format = 1);
+COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
+
+-- Internal functions move out of the extension's schema into one of their own.
+CREATE SCHEMA minhash_internal;
+GRANT USAGE ON SCHEMA minhash_internal TO PUBLIC;
+COMMENT ON SCHEMA minhash_internal IS 'pg_minhash internals: not for direct use';
+
+ALTER FUNCTION @extschema@._minhash_as_owner(regclass, text) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_band_values(text, int, int, text, int, int) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_direct_reads(regclass) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_link_band_table(regclass, regclass) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_lookup_sql(regclass) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_search_clusters(text, int, int, text, int, int, float8) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_search_pairs(text, int, int, text, int, int, float8) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_threshold(float8, float8) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_band_load() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_catalog_changed() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_sync() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_relink() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_catalog_loaded() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_catalog_insert() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_index(regclass) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_band_rows_sql(@extschema@.minhash_indexes, text) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_backfill(regclass) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_drop_objects(@extschema@.minhash_indexes) SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_ddl() SET SCHEMA minhash_internal;
+ALTER FUNCTION @extschema@._minhash_rows_sql(@extschema@.minhash_indexes) SET SCHEMA minhash_internal;
+
+-- The SQL-language functions, as 0.2.0 defines them (they call the moved functions by their
+-- new schema; builds report progress only once they take seconds).
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_relink()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    link record;
+BEGIN
+    FOR link IN
+        SELECT i.tbl, i.band_table FROM @extschema@.minhash_indexes i
+        JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
+        WHERE b.relowner = t.relowner AND pg_has_role(t.relowner, 'USAGE')
+          AND NOT EXISTS (SELECT FROM pg_depend d
+                          WHERE d.classid = 'pg_class'::regclass AND d.objid = i.band_table
+                            AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.tbl)
+    LOOP
+        PERFORM minhash_internal._minhash_link_band_table(link.tbl, link.band_table);
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_catalog_loaded()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM minhash_internal._minhash_relink();
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_catalog_insert()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = NEW.tbl) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_index(tbl regclass)
+RETURNS @extschema@.minhash_indexes
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO cfg FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % has no minhash index', tbl
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
+    END IF;
+    RETURN cfg;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format(
+        'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
+                s.v[%1$s + 2] AS sketch2
+         FROM (SELECT d.%2$I::bigint AS id,
+                      minhash_internal._minhash_band_values(d.%3$I, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+               FROM %8$s d OFFSET 0) s
+         WHERE s.v IS NOT NULL',
+        cfg.bands, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram, cfg.unit,
+        cfg.rows_per_band, source)
+$$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_backfill(tbl regclass)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    total bigint;
+    chunk bigint;
+    done bigint := 0;
+    n bigint;
+    progress jsonb;
+    last_id bigint := -9223372036854775808;
+    started timestamptz := clock_timestamp();
+    seconds float8;
+BEGIN
+    total := minhash_internal._minhash_as_owner(tbl, format(
+        'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', tbl))::bigint;
+    chunk := greatest(ceil(total / 10.0), 1);
+    LOOP
+        progress := minhash_internal._minhash_as_owner(tbl, format(
+            'WITH chunk AS MATERIALIZED (
+                 SELECT * FROM %1$s WHERE %2$I > %5$L::pg_catalog.int8 ORDER BY %2$I LIMIT %6$s),
+             added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
+             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*), pg_catalog.max(%2$I))
+             FROM chunk',
+            tbl, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_rows_sql(cfg, 'chunk'),
+            last_id, chunk));
+        n := (progress ->> 0)::bigint;
+        EXIT WHEN n = 0;
+        last_id := (progress ->> 1)::bigint;
+        done := done + n;
+        seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
+        CONTINUE WHEN seconds < 2;
+        RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', tbl, done, total,
+            round(100.0 * done / total), round(done / seconds);
+    END LOOP;
+    RETURN done;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_create(
+    tbl regclass,
+    id_column name,
+    text_column name,
+    k int DEFAULT 128,
+    ngram int DEFAULT 5,
+    unit text DEFAULT 'char',
+    threshold float8 DEFAULT 0.8,
+    bands int DEFAULT NULL,
+    rows_per_band int DEFAULT NULL)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    id_type regtype;
+    text_type regtype;
+    id_attnum int2;
+    band_name text;
+    band regclass;
+    cfg @extschema@.minhash_indexes;
+    grantee text;
+BEGIN
+    IF tbl IS NULL OR id_column IS NULL OR text_column IS NULL OR k IS NULL OR ngram IS NULL
+       OR unit IS NULL OR threshold IS NULL THEN
+        RAISE EXCEPTION 'only bands and rows_per_band may be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relname, c.relkind, c.relpersistence, n.nspname, c.relowner INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+    IF rel.relkind <> 'r' THEN
+        RAISE EXCEPTION '% is not an ordinary table', tbl USING ERRCODE = 'wrong_object_type',
+            HINT = 'Views, partitioned and foreign tables cannot have a minhash index.';
+    END IF;
+    -- (its catalog row would outlive the session, and pg_dump would carry it)
+    IF rel.relpersistence = 't' THEN
+        RAISE EXCEPTION '% is a temporary table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'Index a permanent or unlogged table.';
+    END IF;
+    -- (the Rust side reads text as UTF-8; the contract hashes UTF-8 bytes)
+    IF pg_catalog.getdatabaseencoding() <> 'UTF8' THEN
+        RAISE EXCEPTION 'database encoding % is not supported', pg_catalog.getdatabaseencoding()
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index needs a UTF8 database: CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0.';
+    END IF;
+    -- (a query of a parent reads its children's rows, which the triggers of the parent never see)
+    IF EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = tbl OR h.inhparent = tbl) THEN
+        RAISE EXCEPTION '% has inheritance parents or children', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a table that neither inherits nor is inherited from, nor is a partition.';
+    END IF;
+    IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF EXISTS (SELECT 1 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_create.tbl) THEN
+        RAISE EXCEPTION 'table % already has a minhash index', tbl USING ERRCODE = 'duplicate_object',
+            HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
+    END IF;
+
+    SELECT a.atttypid::regtype, a.attnum INTO id_type, id_attnum FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', id_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF id_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
+        RAISE EXCEPTION 'id column "%" is of type %, not smallint, integer or bigint', id_column, id_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Index a table through an integer key, e.g. an identity column.';
+    END IF;
+    -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
+    IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+                   AND x.indimmediate AND x.indnkeyatts = 1 AND x.indkey[0] = id_attnum
+                   AND x.indpred IS NULL) THEN
+        RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
+            USING ERRCODE = 'invalid_column_reference',
+                  HINT = 'Add a primary key or unique constraint on that column alone, not deferrable.';
+    END IF;
+    SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', text_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF text_type NOT IN ('text'::regtype, 'character varying'::regtype) THEN
+        RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+
+    -- Argument checks with the core's own messages.
+    PERFORM @extschema@.minhash('', k, ngram, unit);
+    threshold := minhash_internal._minhash_threshold(threshold, NULL);
+    IF bands IS NULL THEN
+        IF rows_per_band IS NOT NULL THEN
+            RAISE EXCEPTION 'rows_per_band needs bands' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT p.bands, p.rows_per_band INTO bands, rows_per_band
+        FROM @extschema@.lsh_params(threshold, k) p LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no banding of % slots reaches 0.99 recall at threshold %', k, threshold
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a larger k.';
+        END IF;
+    ELSIF rows_per_band IS NULL THEN
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands);
+        rows_per_band := k / bands;
+    ELSE
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands, rows_per_band);
+    END IF;
+
+    -- Writers wait until this transaction commits: the backfill sees every row.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    band_name := left(rel.relname, 63 - length('_minhash_bands')) || '_minhash_bands';
+    IF to_regclass(format('%I.%I', rel.nspname, band_name)) IS NOT NULL THEN
+        RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
+            USING ERRCODE = 'duplicate_table';
+    END IF;
+    -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
+    -- (unlogged like its table: after a crash both come back empty)
+    EXECUTE format('CREATE %s TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL,
+                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
+                   CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
+                   rel.nspname, band_name);
+    band := format('%I.%I', rel.nspname, band_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', band,
+                   format('pg_minhash band keys of %s; maintained by triggers', tbl));
+    -- The band table belongs to the table's owner, whoever made it (a superuser, or another
+    -- member of the owning role), like the table's own indexes, and is private to that role:
+    -- default privileges may have granted something on it.
+    EXECUTE format('ALTER TABLE %s OWNER TO %I', band, pg_get_userbyid(rel.relowner));
+    FOR grantee IN
+        SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END
+        FROM pg_class c
+        CROSS JOIN LATERAL aclexplode(c.relacl) a
+        LEFT JOIN pg_roles r ON r.oid = a.grantee
+        WHERE c.oid = band AND a.grantee <> rel.relowner
+    LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM %s', band, grantee);
+    END LOOP;
+    PERFORM minhash_internal._minhash_link_band_table(tbl, band);
+
+    cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
+               rows_per_band, now(), @extschema@.minhash_format_version());
+    INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
+
+    -- One fixed trigger function of the extension keeps the band table exact; it checks that
+    -- the table and trigger that fire it are these (src/index/sync.rs).
+    EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
+                    REFERENCING NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
+                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
+                    REFERENCING OLD TABLE AS old_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
+
+    PERFORM minhash_internal._minhash_backfill(tbl);
+    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
+    -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
+    -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
+    -- row's id may still be there. The band table's replica identity is its whole row (four
+    -- int8s), so UPDATE and DELETE on the table work under a publication that includes the
+    -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
+    -- owner.
+    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
+    -- Rows a data-only restore copies into the band table after the sync triggers indexed
+    -- the table are dropped (src/index/restore.rs).
+    EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
+                    FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()', band);
+    EXECUTE format('ANALYZE %s', band);
+    RETURN band;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- (a dropped band table prints as a bare OID, which DROP TABLE cannot parse)
+    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.band_table) THEN
+        EXECUTE format('DROP TABLE %s', cfg.band_table);
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    trg text;
+    flags text[];
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
+        RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- Readers and writers of the table go first, then nothing can hold the band table: each
+    -- of them takes the table before the band table, so dropping both cannot deadlock.
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
+    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure;
+    IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
+        RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  DETAIL = (SELECT string_agg(format('trigger %s on table %s depends on it', f, tbl), E'\n')
+                            FROM unnest(flags) f),
+                  HINT = format('Drop the triggers first, or use minhash_index_drop(%L, cascade => true) to drop them too.', tbl);
+    END IF;
+    FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
+        RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
+        EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
+    END LOOP;
+    FOREACH trg IN ARRAY ARRAY['minhash_sync_insert', 'minhash_sync_update',
+                               'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
+    END LOOP;
+    PERFORM minhash_internal._minhash_drop_objects(cfg);
+    DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_ddl()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+    bad name;
+    table_owner oid;
+    dropped_name text;
+    inherited regclass;
+BEGIN
+    IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
+        RETURN;  -- a role that cannot reach the extension cannot have made an index
+    END IF;
+    IF TG_EVENT = 'ddl_command_end' THEN
+        IF '@extschema@.minhash_indexes'::regclass IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c) THEN
+            PERFORM minhash_internal._minhash_relink();
+        END IF;
+        -- CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT and ATTACH PARTITION
+        SELECT i.tbl INTO inherited FROM @extschema@.minhash_indexes i
+        WHERE EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = i.tbl OR h.inhparent = i.tbl)
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'table % has a minhash index and cannot take part in inheritance', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = format('Drop the index first with minhash_index_drop(%L).', inherited);
+        END IF;
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE i.tbl IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
+                            WHERE c.classid = 'pg_class'::regclass)
+        LOOP
+            SELECT CASE WHEN NOT coalesce(bool_or(a.attname = cfg.id_column AND a.atttypid IN
+                             ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)), false)
+                        THEN cfg.id_column
+                        WHEN NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
+                             ('text'::regtype, 'character varying'::regtype)), false)
+                        THEN cfg.text_column END
+            INTO bad
+            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attnum > 0 AND NOT a.attisdropped;
+            IF bad IS NOT NULL THEN
+                RAISE EXCEPTION 'the minhash index of table % reads column "%"', cfg.tbl, bad
+                    USING ERRCODE = 'dependent_objects_still_exist',
+                          DETAIL = format('Its id column "%s" must stay smallint, integer or '
+                                          'bigint and its text column "%s" text or character '
+                                          'varying, under these names.',
+                                          cfg.id_column, cfg.text_column),
+                          HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                        'create it again afterwards.', cfg.tbl);
+            END IF;
+            -- ALTER TABLE ... OWNER TO: the band table follows its table's owner (the sync
+            -- trigger writes it as that owner and refuses a band table of anyone else)
+            SELECT t.relowner INTO table_owner FROM pg_class t WHERE t.oid = cfg.tbl;
+            IF EXISTS (SELECT FROM pg_class b WHERE b.oid = cfg.band_table
+                       AND b.relowner <> table_owner) THEN
+                EXECUTE format('ALTER TABLE %s OWNER TO %I', cfg.band_table,
+                               pg_get_userbyid(table_owner));
+            END IF;
+        END LOOP;
+        RETURN;
+    END IF;
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.tbl IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        BEGIN
+            PERFORM minhash_internal._minhash_drop_objects(cfg);
+        EXCEPTION WHEN insufficient_privilege THEN
+            -- (the dropped table's regclass prints as a bare OID)
+            SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
+            WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0;
+            RAISE WARNING 'the minhash index of dropped table % was left behind: %',
+                dropped_name, SQLERRM
+                USING HINT = format('Its owner can drop %s.', cfg.band_table);
+        END;
+        DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    n bigint;
+BEGIN
+    -- Writers wait until this transaction commits. The band rows are deleted rather than
+    -- truncated: a lookup that holds the band table while it waits to write the table keeps
+    -- its lock and goes on once this commits (a TRUNCATE would wait for it: a deadlock), and a
+    -- REPEATABLE READ writer whose snapshot is older gets a serialization failure instead of
+    -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
+    -- 42501 otherwise.)
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    PERFORM minhash_internal._minhash_as_owner(tbl, format(
+        'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
+        cfg.band_table));
+    -- (the load trigger would keep every row, at the cost of one call per band row)
+    PERFORM minhash_internal._minhash_as_owner(tbl, format(
+        'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
+    n := minhash_internal._minhash_backfill(tbl);
+    PERFORM minhash_internal._minhash_as_owner(tbl, format(
+        'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
+    RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
+RETURNS TABLE (missing bigint, orphaned bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    counts jsonb;
+BEGIN
+    counts := minhash_internal._minhash_as_owner(tbl, format(
+        'WITH expected AS (%1$s), actual AS (SELECT id, key, sketch1, sketch2 FROM %2$s)
+         SELECT pg_catalog.jsonb_build_array(
+             (SELECT pg_catalog.count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
+             (SELECT pg_catalog.count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o))',
+        minhash_internal._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table));
+    RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('SELECT d.%1$I::bigint, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
+                  cfg.id_column, cfg.text_column, cfg.tbl)
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
+RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+BEGIN
+    threshold := minhash_internal._minhash_threshold(threshold, cfg.threshold);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_pairs(
+        minhash_internal._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+        cfg.rows_per_band, threshold);
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+BEGIN
+    threshold := minhash_internal._minhash_threshold(threshold, cfg.threshold);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
+        minhash_internal._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+        cfg.rows_per_band, threshold);
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
+RETURNS TABLE (rows_indexed bigint, keys bigint, distinct_buckets bigint, largest_bucket bigint,
+               bucket_histogram jsonb)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    stats jsonb;
+BEGIN
+    -- bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
+    stats := minhash_internal._minhash_as_owner(tbl, format(
+        'WITH buckets AS (SELECT key, pg_catalog.count(*) AS size FROM %1$s GROUP BY key),
+         classes AS (
+             SELECT CASE WHEN size <= 2 THEN size::text
+                         ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
+                    pg_catalog.min(size) AS lo, pg_catalog.count(*) AS n
+             FROM (SELECT size, (2 ^ pg_catalog.ceil(pg_catalog.log(2, size)))::bigint AS p
+                   FROM buckets) b
+             GROUP BY 1)
+         SELECT pg_catalog.jsonb_build_array(
+                (SELECT pg_catalog.count(DISTINCT id) FROM %1$s),
+                (SELECT pg_catalog.count(*) FROM %1$s),
+                (SELECT pg_catalog.count(*) FROM buckets),
+                (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
+                (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
+                                            ''{}'') FROM classes))',
+        cfg.band_table));
+    RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
+                        (stats ->> 3)::bigint, stats -> 4;
+END $$;
+
+
+-- What \df+ and \dd show for each function users call (all overloads of a name).
+DO $$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT p.oid::pg_catalog.regprocedure AS fn, c.description
+        FROM (VALUES
+            ('minhash', 'MinHash signature of a text: k 32-bit slots over its n-gram shingles (format 1)'),
+            ('lsh_bands', 'LSH band keys of a signature: one int8 key per band of r slots'),
+            ('jaccard', 'exact Jaccard similarity of the shingle sets of two texts'),
+            ('shingles', 'the distinct shingles of a text, exactly what minhash() hashes'),
+            ('minhash_similarity', 'estimated Jaccard similarity of two signatures: the share of equal slots'),
+            ('lsh_probability', 'probability that a pair of this similarity shares a band: 1 - (1 - s^r)^b'),
+            ('lsh_params', 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
+            ('minhash_components', 'connected components of a graph given as (id_a, id_b) edge arrays'),
+            ('minhash_format_version', 'the signature format version this build computes'),
+            ('minhash_index_create', 'create a managed MinHash index on a table''s text column and fill it'),
+            ('minhash_index_drop', 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
+            ('minhash_index_rebuild', 'rebuild a table''s managed MinHash index from its rows'),
+            ('minhash_index_check', 'count the band rows a table''s managed index misses and holds in excess of its rows'),
+            ('minhash_index_stats', 'rows, keys and bucket sizes of a table''s managed MinHash index'),
+            ('minhash_similar', 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
+            ('minhash_duplicates', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
+            ('minhash_clusters', 'the clusters of near-duplicate rows of an indexed table, named by their smallest id'),
+            ('minhash_flag_duplicate', 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
+        ) c(name, description)
+        JOIN pg_catalog.pg_proc p ON p.proname = c.name
+         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
+    END LOOP;
+END $$;
