@@ -4,6 +4,8 @@
 //! `core` is plain Rust and defines the signature format; `sql` is the thin pgrx layer that
 //! converts arguments, validates them and raises PostgreSQL errors.
 
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
+
 ::pgrx::pg_module_magic!(name, version);
 
 pub mod core;

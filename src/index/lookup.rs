@@ -1163,8 +1163,8 @@ pub(super) unsafe fn varlena_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
 /// The trigger's arguments as given to CREATE TRIGGER.
 fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
     (0..trigger.tgnargs as usize)
-        // SAFETY: tgargs holds tgnargs C strings.
         .map(|i| {
+            // SAFETY: tgargs holds tgnargs C strings.
             unsafe { CStr::from_ptr(*trigger.tgargs.add(i)) }
                 .to_string_lossy()
                 .into_owned()

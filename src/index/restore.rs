@@ -39,10 +39,12 @@ const SYNC_FUNCTION: &str = "_minhash_sync";
 const BEFORE_INSERT_ROW: i16 =
     (pg_sys::TRIGGER_TYPE_ROW | pg_sys::TRIGGER_TYPE_BEFORE | pg_sys::TRIGGER_TYPE_INSERT) as i16;
 
+/// A statement loading a band table: (band table, statement start, command id).
+type Statement = (pg_sys::Oid, i64, u32);
+
 thread_local! {
-    /// The decision of the statement running now: (band table, statement start, command id)
-    /// and whether its rows are kept.
-    static DECISION: Cell<Option<((pg_sys::Oid, i64, u32), bool)>> = const { Cell::new(None) };
+    /// The decision of the statement running now, and whether its rows are kept.
+    static DECISION: Cell<Option<(Statement, bool)>> = const { Cell::new(None) };
 }
 
 /// Trigger function of a band table's `minhash_bands_load` trigger (see the module
