@@ -27,14 +27,16 @@ export PATH="$PG_BIN:$PATH"
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 as_postgres() { as_root sudo -u postgres "$@"; }
 
+# pg_major: the major version of the installation of PG_CONFIG.
+pg_major() { "$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'; }
+
 # Builds the extension for PG_CONFIG's version (release with $1 = --release) and installs it
 # into that installation.
 install_extension() {
-    local sudo_flag=() major
+    local sudo_flag=()
     [ "$(id -u)" -eq 0 ] || sudo_flag=(--sudo)
-    major=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
     cargo pgrx install "$@" "${sudo_flag[@]}" --pg-config "$PG_CONFIG" \
-        --no-default-features --features "pg$major" >/dev/null
+        --no-default-features --features "pg$(pg_major)" >/dev/null
 }
 
 cluster_start() {

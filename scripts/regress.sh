@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs the pg_regress suite in tests/pg_regress against a throwaway cluster.
-#   --accept   copy the actual output over expected/ (review the diff before committing)
+# Runs the pg_regress suite in tests/pg_regress against a throwaway cluster (PG_MAJOR as in
+# scripts/cluster.sh). expected/NAME.out is PostgreSQL 15's output; NAME_1.out is PostgreSQL
+# 18's where the server's own text differs (pg_regress accepts either).
+#   --accept   copy the actual output over expected/ (review the diff before committing): on 15
+#              to NAME.out; on 18 to NAME_1.out where it differs from NAME.out, removing a
+#              NAME_1.out no longer needed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -28,7 +32,16 @@ status=0
     "${tests[@]}" || status=$?
 
 if $accept; then
-    cp "$out"/results/*.out tests/pg_regress/expected/
+    for result in "$out"/results/*.out; do
+        name=$(basename "$result" .out)
+        if [ "$(pg_major)" = 15 ]; then
+            cp "$result" "tests/pg_regress/expected/$name.out"
+        elif cmp -s "$result" "tests/pg_regress/expected/$name.out"; then
+            rm -f "tests/pg_regress/expected/${name}_1.out"
+        else
+            cp "$result" "tests/pg_regress/expected/${name}_1.out"
+        fi
+    done
     echo "expected output updated from this run"
 elif [ "$status" -ne 0 ]; then
     cat "$out/regression.diffs" 2>/dev/null || true

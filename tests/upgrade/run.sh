@@ -8,7 +8,8 @@
 #       0.2.0 added (ALTER TABLE ADD COLUMN keeps it for the rows already there);
 #   (b) the index built by 0.1.0 keeps working: minhash_index_check is 0/0 before and after
 #       new rows, the flag trigger flags a near-duplicate, minhash_similar finds it.
-# Without the release commit (a shallow clone), it says so and installs 0.1.0's frozen script
+# Without the release commit (a shallow clone), or on a PostgreSQL version 0.1.0 was not made
+# for (it builds for 15 only), it says so and installs 0.1.0's frozen script
 # (sql/pg_minhash--0.1.0.sql) with this tree's library, which tests the same upgrade script.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,14 +24,19 @@ chmod 755 "$tmp"
 trap 'cluster_stop; rm -rf "$tmp"' EXIT
 
 sharedir=$("$PG_CONFIG" --sharedir)/extension
-if git rev-parse -q --verify "v$PREVIOUS^{commit}" >/dev/null; then
+if [ "$(pg_major)" != 15 ]; then
+    echo "upgrade: pg_minhash $PREVIOUS does not build for PostgreSQL $(pg_major); installing" \
+         "the frozen $PREVIOUS script with this tree's library"
+    install_extension
+    as_root cp "sql/pg_minhash--$PREVIOUS.sql" "$sharedir/"
+elif git rev-parse -q --verify "v$PREVIOUS^{commit}" >/dev/null; then
     echo "upgrade: building pg_minhash $PREVIOUS from tag v$PREVIOUS"
     git archive "v$PREVIOUS" | tar -x -C "$tmp" --one-top-level=previous
     # The release's own sources, with this tree's compiled dependencies. Both builds leave
     # their library in the same place, which cargo does not replace for a build it finds
     # fresh: each is made to compile again.
     touch "$tmp/previous/src/lib.rs"
-    (cd "$tmp/previous" && CARGO_TARGET_DIR="$repo/target" install_extension)
+    (cd "$tmp/previous" && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}" install_extension)
     cmp "$sharedir/pg_minhash--$PREVIOUS.sql" "sql/pg_minhash--$PREVIOUS.sql"
     touch src/lib.rs
 else
