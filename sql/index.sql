@@ -299,6 +299,13 @@ BEGIN
         RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
             USING ERRCODE = 'datatype_mismatch';
     END IF;
+    -- (PostgreSQL 18: a virtual generated column has no value in the rows triggers see)
+    IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_column
+               AND a.attgenerated = 'v') THEN
+        RAISE EXCEPTION 'text column "%" of table % is a virtual generated column', text_column, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Make it a stored generated column (GENERATED ALWAYS AS (...) STORED).';
+    END IF;
 
     -- Argument checks with the core's own messages.
     PERFORM @extschema@.minhash('', k, ngram, unit);
@@ -495,7 +502,8 @@ BEGIN
                              ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)), false)
                         THEN cfg.id_column
                         WHEN NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
-                             ('text'::regtype, 'character varying'::regtype)), false)
+                             ('text'::regtype, 'character varying'::regtype)
+                             AND a.attgenerated <> 'v'), false)
                         THEN cfg.text_column END
             INTO bad
             FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attnum > 0 AND NOT a.attisdropped;
@@ -504,7 +512,7 @@ BEGIN
                     USING ERRCODE = 'dependent_objects_still_exist',
                           DETAIL = format('Its id column "%s" must stay smallint, integer or '
                                           'bigint and its text column "%s" text or character '
-                                          'varying, under these names.',
+                                          'varying (not virtual generated), under these names.',
                                           cfg.id_column, cfg.text_column),
                           HINT = format('Drop the index first with minhash_index_drop(%L), and '
                                         'create it again afterwards.', cfg.tbl);

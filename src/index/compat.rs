@@ -108,3 +108,68 @@ pub(super) unsafe fn insert_index_tuples(
     };
     recheck
 }
+
+/// PostgreSQL 18's virtual generated columns: the index's triggers would see no value in one,
+/// so a text column that is one is refused, when the index is made and by a later ALTER TABLE.
+#[cfg(all(feature = "pg18", any(test, feature = "pg_test")))]
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    /// "SQLSTATE: message" of the error `sql` raises, or "ok".
+    fn outcome(sql: &str) -> String {
+        Spi::get_one_with_args::<String>("SELECT pg_temp.outcome($1)", &[sql.into()])
+            .unwrap()
+            .unwrap()
+    }
+
+    #[pg_test]
+    fn virtual_generated_text_column_is_refused() {
+        Spi::run("SET LOCAL client_min_messages = warning").unwrap();
+        Spi::run(
+            "CREATE FUNCTION pg_temp.outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
+             BEGIN EXECUTE q; RETURN 'ok';
+             EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
+        )
+        .unwrap();
+        Spi::run(
+            "CREATE TABLE public.gen (id bigint PRIMARY KEY, raw text,
+                                      v text GENERATED ALWAYS AS (lower(raw)) VIRTUAL,
+                                      s text GENERATED ALWAYS AS (lower(raw)) STORED);
+             INSERT INTO public.gen (id, raw) SELECT g, 'Row ' || g || ' ' || md5(g::text)
+             FROM generate_series(1, 50) g",
+        )
+        .unwrap();
+        assert_eq!(
+            outcome("SELECT minhash_index_create('public.gen', 'id', 'v')"),
+            "0A000: text column \"v\" of table public.gen is a virtual generated column"
+        );
+        // a stored one is kept exact through writes
+        assert_eq!(
+            outcome("SELECT minhash_index_create('public.gen', 'id', 's')"),
+            "ok"
+        );
+        Spi::run(
+            "INSERT INTO public.gen (id, raw) SELECT g, 'Row ' || g FROM generate_series(51, 60) g;
+             UPDATE public.gen SET raw = raw || ' edited' WHERE id % 7 = 0;
+             DELETE FROM public.gen WHERE id % 11 = 0",
+        )
+        .unwrap();
+        assert_eq!(
+            Spi::get_one::<String>(
+                "SELECT missing || '/' || orphaned FROM minhash_index_check('public.gen')"
+            )
+            .unwrap()
+            .as_deref(),
+            Some("0/0")
+        );
+        // replacing the indexed column by a virtual generated one of the same name
+        assert_eq!(
+            outcome(
+                "ALTER TABLE public.gen DROP COLUMN s,
+                 ADD COLUMN s text GENERATED ALWAYS AS (upper(raw)) VIRTUAL"
+            ),
+            "2BP01: the minhash index of table public.gen reads column \"s\""
+        );
+    }
+}
