@@ -21,11 +21,11 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::sql::error::raise;
+use crate::pg::error::raise;
 
 use super::extension::Extension;
-use super::lookup::qualified_name;
 use super::owner::as_owner;
+use crate::pg::names::qualified_name;
 
 /// The band table's trigger and its function.
 const LOAD_TRIGGER: &str = "minhash_bands_load";

@@ -24,15 +24,15 @@ use pgrx::spi::OwnedPreparedStatement;
 use pgrx::{PgBuiltInOids, PgMemoryContexts, PgSqlErrorCode};
 
 use crate::core::sketch::BandSketch;
-use crate::sql::error::raise;
+use crate::pg::error::raise;
 
 use super::band_entry;
 use super::claim;
 use super::extension::Extension;
-use super::lookup::{
-    column, qualified_name, refuse_newer_index, regclass_name, varlena_bytes, IndexConfig,
-    COLUMNS_HINT,
-};
+use crate::pg::names::{qualified_name, regclass_name};
+use crate::pg::tuple::{column, varlena_bytes};
+
+use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
 use super::owner::as_owner;
 use super::restore::only_load_trigger;
 

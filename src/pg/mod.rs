@@ -1,0 +1,6 @@
+//! PostgreSQL plumbing shared by the SQL functions (`sql`) and the managed index (`index`):
+//! errors, relation names and quoting, tuple access.
+
+pub mod error;
+pub mod names;
+pub mod tuple;
