@@ -43,6 +43,10 @@ const BEFORE_INSERT_ROW: i16 =
 type Statement = (pg_sys::Oid, i64, u32);
 
 thread_local! {
+    /// The band table the sync trigger is writing through SQL right now, if any: its load
+    /// trigger keeps those rows (see [`sync_writes`]).
+    static SYNC_WRITING: Cell<Option<pg_sys::Oid>> = const { Cell::new(None) };
+
     /// The decision of the statement running now, and whether its rows are kept.
     static DECISION: Cell<Option<(Statement, bool)>> = const { Cell::new(None) };
 }
@@ -80,6 +84,9 @@ fn _minhash_band_load<'a>(
             ),
         )
     };
+    if SYNC_WRITING.get() == Some(band) {
+        return Ok(trigger.new());
+    }
     let keep = match DECISION.get() {
         Some((key, keep)) if key == statement => keep,
         _ => {
@@ -90,6 +97,19 @@ fn _minhash_band_load<'a>(
         }
     };
     Ok(if keep { trigger.new() } else { None })
+}
+
+/// Runs `f`, in which the sync trigger writes band rows into `band` through SQL: its load
+/// trigger keeps them.
+pub(super) fn sync_writes<T>(band: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<pg_sys::Oid>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SYNC_WRITING.set(self.0);
+        }
+    }
+    let _reset = Reset(SYNC_WRITING.replace(Some(band)));
+    f()
 }
 
 /// Whether rows written into `band` by SQL are kept: unless the catalog of `ext` names it as

@@ -34,7 +34,7 @@ use crate::pg::tuple::{column, varlena_bytes};
 
 use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
 use super::owner::as_owner;
-use super::restore::only_load_trigger;
+use super::restore::{self, only_load_trigger};
 
 /// Band rows gathered before they go to the heap in one `heap_multi_insert` (COPY's batch).
 const INSERT_BATCH: usize = 1000;
@@ -318,7 +318,7 @@ unsafe fn insert_band_rows(
     new: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
 ) {
-    let mut writer = band.writer();
+    let mut writer = band.writer(false);
     let side = usize::from(pairs.is_some());
     let claimed = claim::any(cfg.band_table);
     let mut rows = Vec::new();
@@ -376,8 +376,7 @@ pub(super) fn claim_band_rows(
     // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
     unsafe {
         let band = BandTable::open(cfg, tbl, owner, ext);
-        let mut writer = band.writer();
-        writer.tids = Some(Vec::with_capacity(keys.len()));
+        let mut writer = band.writer(true);
         for &key in keys {
             writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
         }
@@ -527,10 +526,17 @@ impl BandTable {
         }
     }
 
-    /// A writer of new band rows.
-    fn writer(&self) -> BandWriter {
-        // SAFETY: the relation is open with RowExclusiveLock (`open`).
-        unsafe { BandWriter::open(self.rel, self.tbl) }
+    /// A writer of new band rows; `tids`: it returns where the rows went.
+    fn writer(&self, tids: bool) -> Writer {
+        match write_path() {
+            WritePath::Direct => {
+                // SAFETY: the relation is open with RowExclusiveLock (`open`).
+                let mut writer = unsafe { BandWriter::open(self.rel, self.tbl) };
+                writer.tids = tids.then(Vec::new);
+                Writer::Direct(writer)
+            }
+            WritePath::Spi => Writer::Spi(SpiWriter::new(self.rel, tids)),
+        }
     }
 
     /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors.
@@ -580,6 +586,16 @@ const MAX_DELETES: usize = 64;
 
 /// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend.
 fn run_prepared(sql: &str, types: &[PgBuiltInOids], args: &[pgrx::datum::DatumWithOid<'_>]) {
+    run_prepared_with(sql, types, args, |_| Ok(()));
+}
+
+/// [`run_prepared`], calling `result` with what the statement returned.
+fn run_prepared_with(
+    sql: &str,
+    types: &[PgBuiltInOids],
+    args: &[pgrx::datum::DatumWithOid<'_>],
+    result: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
+) {
     let kept = DELETES.with_borrow_mut(|cache| cache.remove(sql));
     let statement = Spi::connect(|client| -> pgrx::spi::Result<OwnedPreparedStatement> {
         let statement = match kept {
@@ -589,7 +605,7 @@ fn run_prepared(sql: &str, types: &[PgBuiltInOids], args: &[pgrx::datum::DatumWi
                 client.prepare_mut(sql, &types)?.keep()
             }
         };
-        client.select(&statement, None, args)?;
+        result(client.select(&statement, None, args)?)?;
         Ok(statement)
     })
     .unwrap_or_else(|e| spi_write_failed(e));
@@ -607,6 +623,125 @@ fn spi_write_failed(e: pgrx::spi::Error) -> ! {
         format!("writing the band table through SPI failed: {e}"),
         None,
     )
+}
+
+/// How band rows are written (temporary switch for the write-path benchmark):
+/// `SET pg_minhash.write_path = 'spi'` or `'direct'` (the default).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WritePath {
+    Direct,
+    Spi,
+}
+
+fn write_path() -> WritePath {
+    // SAFETY: a GUC lookup by name; NULL if the placeholder was never set.
+    let value = unsafe { pg_sys::GetConfigOption(c"pg_minhash.write_path".as_ptr(), true, false) };
+    if value.is_null() {
+        return WritePath::Direct;
+    }
+    // SAFETY: a GUC's value is a C string.
+    match unsafe { CStr::from_ptr(value) }.to_bytes() {
+        b"spi" => WritePath::Spi,
+        _ => WritePath::Direct,
+    }
+}
+
+/// A writer of band rows by either path.
+enum Writer {
+    Direct(BandWriter),
+    Spi(SpiWriter),
+}
+
+impl Writer {
+    fn push(&mut self, row: [i64; 4]) {
+        match self {
+            Writer::Direct(w) => w.push(row),
+            Writer::Spi(w) => w.push(row),
+        }
+    }
+
+    fn close(self) -> Vec<pg_sys::ItemPointerData> {
+        match self {
+            Writer::Direct(w) => w.close(),
+            Writer::Spi(w) => w.close(),
+        }
+    }
+}
+
+/// Band rows gathered before one prepared `INSERT` writes them.
+const SPI_INSERT_BATCH: usize = 10_000;
+
+/// Band rows on their way into an open band table through one prepared `INSERT ... SELECT
+/// unnest(...)` per `SPI_INSERT_BATCH` rows, as the table's owner. The band table's load
+/// trigger keeps them (see `restore::sync_writes`).
+struct SpiWriter {
+    band: pg_sys::Oid,
+    /// The INSERT, with `RETURNING ctid` when the TIDs are wanted.
+    sql: String,
+    columns: [Vec<i64>; 4],
+    /// Where the rows went, if asked for (`claim_band_rows`).
+    tids: Option<Vec<pg_sys::ItemPointerData>>,
+}
+
+impl SpiWriter {
+    fn new(band: pg_sys::Relation, tids: bool) -> SpiWriter {
+        // SAFETY: the relation is open.
+        let band = unsafe { (*band).rd_id };
+        let sql = format!(
+            "INSERT INTO {} (id, key, sketch1, sketch2)
+             SELECT pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),
+                    pg_catalog.unnest($4){}",
+            qualified_name(band),
+            if tids { " RETURNING ctid" } else { "" }
+        );
+        SpiWriter {
+            band,
+            sql,
+            columns: Default::default(),
+            tids: tids.then(Vec::new),
+        }
+    }
+
+    fn push(&mut self, row: [i64; 4]) {
+        for (column, value) in self.columns.iter_mut().zip(row) {
+            column.push(value);
+        }
+        if self.columns[0].len() >= SPI_INSERT_BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.columns[0].is_empty() {
+            return;
+        }
+        let [a, b, c, d] = std::mem::take(&mut self.columns);
+        let args = [a.into(), b.into(), c.into(), d.into()];
+        let types = [PgBuiltInOids::INT8ARRAYOID; 4];
+        let tids = &mut self.tids;
+        restore::sync_writes(self.band, || {
+            run_prepared_with(&self.sql, &types, &args, |mut table| {
+                let Some(tids) = tids else {
+                    return Ok(());
+                };
+                let rows = table.len();
+                table = table.first();
+                for _ in 0..rows {
+                    if let Some(tid) = table.get_datum_by_ordinal(1)? {
+                        // SAFETY: a tid datum points to an ItemPointerData.
+                        tids.push(unsafe { *tid.cast_mut_ptr::<pg_sys::ItemPointerData>() });
+                    }
+                    table.next();
+                }
+                Ok(())
+            })
+        });
+    }
+
+    fn close(mut self) -> Vec<pg_sys::ItemPointerData> {
+        self.flush();
+        self.tids.unwrap_or_default()
+    }
 }
 
 /// Band rows on their way into an open band table: gathered `INSERT_BATCH` at a time, then
