@@ -9,8 +9,9 @@
 //! time. Its trigger `minhash_bands_load`, `BEFORE INSERT FOR EACH ROW`, decides once per
 //! statement: rows written into a band table by SQL are kept only while the sync triggers
 //! have not indexed its table (no catalog row yet, or rows in the table and none in the band
-//! table); otherwise they are dropped, and the sync triggers' rows stand. The sync triggers
-//! write band rows directly, never through this trigger. `minhash_index_create` and
+//! table); otherwise they are dropped, and the sync triggers' rows stand. The sync and flag
+//! triggers' own `INSERT`s pass through it too, and it keeps their rows without deciding
+//! anything ([`sync_writes`]). `minhash_index_create` and
 //! `minhash_index_rebuild` fill the band table with it absent or disabled.
 
 use std::cell::Cell;
