@@ -60,7 +60,7 @@ CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
                     = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
--- Each backend caches the catalog rows its lookups read (src/index/lookup.rs). A changed row
+-- Each backend caches the catalog rows its lookups read (src/index/catalog.rs). A changed row
 -- invalidates its table's relcache entry, which drops the cached copy in every backend.
 CREATE TRIGGER minhash_indexes_changed AFTER INSERT OR UPDATE OR DELETE ON @extschema@.minhash_indexes
     FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_catalog_changed();

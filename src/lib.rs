@@ -10,6 +10,7 @@
 
 pub mod core;
 mod index;
+mod pg;
 mod sql;
 
 /// Runs when PostgreSQL loads the library.
@@ -20,7 +21,7 @@ pub extern "C-unwind" fn _PG_init() {
     // this library's code can panic; the standard library reads it once.
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
     // the core's allocation failures become ERRORs (53200, 54000)
-    sql::error::install_capacity_handler();
+    pg::error::install_capacity_handler();
 }
 
 /// Required by `cargo pgrx test`.

@@ -22,8 +22,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::core::capacity;
-
-use super::compat;
+use crate::pg::compat;
 
 /// One row's claimed band rows.
 struct Claim {

@@ -12,7 +12,8 @@ use std::ffi::CStr;
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::sql::error::raise;
+use crate::pg::error::raise;
+use crate::pg::names::quote_ident;
 
 /// An installed pg_minhash: its `pg_extension` OID and the schema of its catalog.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -74,12 +75,7 @@ impl Extension {
     /// The catalog's schema name, quoted for SQL.
     pub(super) fn quoted_schema(self) -> String {
         // SAFETY: the schema of an installed extension exists; get_namespace_name returns a
-        // palloc'd C string and quote_identifier its argument or a palloc'd copy.
-        unsafe {
-            let name = pg_sys::get_namespace_name(self.schema);
-            CStr::from_ptr(pg_sys::quote_identifier(name))
-                .to_string_lossy()
-                .into_owned()
-        }
+        // palloc'd C string.
+        quote_ident(unsafe { CStr::from_ptr(pg_sys::get_namespace_name(self.schema)) })
     }
 }

@@ -11,19 +11,21 @@ use crate::core::dedup::{Corpus, Search};
 use crate::core::params::{check_k, Banding, Shingling};
 use crate::core::signature::EMPTY_SLOT;
 use crate::core::sketch::{band_sketch, BandSketch};
-use crate::sql::error::{raise, OrRaise};
+use crate::pg::error::{raise, OrRaise};
+use crate::pg::names::{regclass_name, Regclass};
 use crate::sql::{array_arg, interrupts, SIGNER};
 
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;
 
+mod catalog;
 mod claim;
-mod compat;
 mod extension;
-mod lookup;
+mod flag;
 mod owner;
 mod restore;
 mod scan;
+mod similar;
 mod sync;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -274,7 +276,7 @@ fn _minhash_search_clusters(
 /// caller must have the privileges of the owner of both, which must be one role (42501), and
 /// `band` must be an ordinary table (42809): it acts on nothing the caller could not drop.
 #[pg_extern(volatile, strict, parallel_unsafe, schema = "minhash_internal")]
-fn _minhash_link_band_table(tbl: lookup::Regclass, band: lookup::Regclass) {
+fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
     let (tbl, band) = (tbl.0, band.0);
     let owner = owner::check_owner(tbl);
     if owner::relation_owner(band) != owner {
@@ -282,8 +284,8 @@ fn _minhash_link_band_table(tbl: lookup::Regclass, band: lookup::Regclass) {
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(
                 "{} does not belong to the owner of {}",
-                lookup::regclass_name(band),
-                lookup::regclass_name(tbl)
+                regclass_name(band),
+                regclass_name(tbl)
             ),
             None,
         );
@@ -294,7 +296,7 @@ fn _minhash_link_band_table(tbl: lookup::Regclass, band: lookup::Regclass) {
         if pg_sys::get_rel_relkind(band) != pg_sys::RELKIND_RELATION as std::ffi::c_char {
             raise(
                 PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
-                format!("{} is not an ordinary table", lookup::regclass_name(band)),
+                format!("{} is not an ordinary table", regclass_name(band)),
                 None,
             );
         }

@@ -12,9 +12,9 @@ use std::ffi::{c_int, CStr};
 use pgrx::prelude::*;
 use pgrx::{JsonB, PgSqlErrorCode};
 
-use crate::sql::error::raise;
+use crate::pg::error::raise;
 
-use super::lookup::{regclass_name, Regclass};
+use crate::pg::names::{regclass_name, Regclass};
 
 /// The search path inside [`as_owner`].
 const SAFE_SEARCH_PATH: &CStr = c"pg_catalog, pg_temp";

@@ -9,8 +9,9 @@
 //! time. Its trigger `minhash_bands_load`, `BEFORE INSERT FOR EACH ROW`, decides once per
 //! statement: rows written into a band table by SQL are kept only while the sync triggers
 //! have not indexed its table (no catalog row yet, or rows in the table and none in the band
-//! table); otherwise they are dropped, and the sync triggers' rows stand. The sync triggers
-//! write band rows directly, never through this trigger. `minhash_index_create` and
+//! table); otherwise they are dropped, and the sync triggers' rows stand. The sync and flag
+//! triggers' own `INSERT`s pass through it too, and it keeps their rows without deciding
+//! anything ([`sync_writes`]). `minhash_index_create` and
 //! `minhash_index_rebuild` fill the band table with it absent or disabled.
 
 use std::cell::Cell;
@@ -21,11 +22,11 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::sql::error::raise;
+use crate::pg::error::raise;
 
 use super::extension::Extension;
-use super::lookup::qualified_name;
 use super::owner::as_owner;
+use crate::pg::names::qualified_name;
 
 /// The band table's trigger and its function.
 const LOAD_TRIGGER: &str = "minhash_bands_load";
@@ -43,6 +44,10 @@ const BEFORE_INSERT_ROW: i16 =
 type Statement = (pg_sys::Oid, i64, u32);
 
 thread_local! {
+    /// The band table the sync trigger is writing through SQL right now, if any: its load
+    /// trigger keeps those rows (see [`sync_writes`]).
+    static SYNC_WRITING: Cell<Option<pg_sys::Oid>> = const { Cell::new(None) };
+
     /// The decision of the statement running now, and whether its rows are kept.
     static DECISION: Cell<Option<(Statement, bool)>> = const { Cell::new(None) };
 }
@@ -80,6 +85,9 @@ fn _minhash_band_load<'a>(
             ),
         )
     };
+    if SYNC_WRITING.get() == Some(band) {
+        return Ok(trigger.new());
+    }
     let keep = match DECISION.get() {
         Some((key, keep)) if key == statement => keep,
         _ => {
@@ -90,6 +98,19 @@ fn _minhash_band_load<'a>(
         }
     };
     Ok(if keep { trigger.new() } else { None })
+}
+
+/// Runs `f`, in which the sync trigger writes band rows into `band` through SQL: its load
+/// trigger keeps them.
+pub(super) fn sync_writes<T>(band: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<pg_sys::Oid>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SYNC_WRITING.set(self.0);
+        }
+    }
+    let _reset = Reset(SYNC_WRITING.replace(Some(band)));
+    f()
 }
 
 /// Whether rows written into `band` by SQL are kept: unless the catalog of `ext` names it as

@@ -21,7 +21,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::PgMemoryContexts;
 
-use super::compat;
+use crate::pg::compat;
 
 /// A B-tree of `table` that a lookup reads directly.
 #[derive(Clone, Copy)]

@@ -2,7 +2,6 @@
 //! here is IMMUTABLE and PARALLEL SAFE; all but `lsh_bands` are STRICT (its `r` defaults to
 //! NULL, which has a meaning of its own).
 
-pub(crate) mod error;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
@@ -23,7 +22,7 @@ use crate::core::hash::FORMAT_VERSION;
 use crate::core::jaccard::{ShingleCache, ShingleSet, SHINGLE_CACHE_BYTES};
 use crate::core::params::{self, check_k, Banding, Shingling, Unit};
 use crate::core::signature::{estimate_similarity, Signer};
-use error::{raise, OrRaise};
+use crate::pg::error::{raise, OrRaise};
 
 thread_local! {
     /// One set of signature buffers per backend: signing a table reuses them row after row

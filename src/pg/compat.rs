@@ -12,7 +12,7 @@ use pgrx::pg_sys;
 /// # Safety
 /// `desc` is a valid tuple descriptor that outlives the returned slice and is not changed
 /// while the slice is in use.
-pub(super) unsafe fn attributes<'a>(
+pub(crate) unsafe fn attributes<'a>(
     desc: pg_sys::TupleDesc,
 ) -> &'a [pg_sys::FormData_pg_attribute] {
     // SAFETY: by the caller's contract `desc` is valid; `natts` counts the attributes.
@@ -40,7 +40,7 @@ pub(super) unsafe fn attributes<'a>(
 /// # Safety
 /// As `index_beginscan`: `heap` and `index` are open and locked, `snapshot` lives until the
 /// scan ends.
-pub(super) unsafe fn index_beginscan(
+pub(crate) unsafe fn index_beginscan(
     heap: pg_sys::Relation,
     index: pg_sys::Relation,
     snapshot: pg_sys::Snapshot,
@@ -63,50 +63,6 @@ pub(super) unsafe fn index_beginscan(
         )
     };
     scan
-}
-
-/// `ExecInsertIndexTuples` for a plain insert into every index of the result relation (no
-/// arbiter indexes, no speculative insertion; PostgreSQL 16 and later also ask whether only
-/// summarizing indexes are to be updated: not here). Returns the list of indexes whose
-/// deferred uniqueness checks need a recheck.
-///
-/// # Safety
-/// As `ExecInsertIndexTuples`: the result relation's indexes are open in `estate`, and `slot`
-/// holds a tuple already in the heap (its TID set).
-pub(super) unsafe fn insert_index_tuples(
-    result_rel: *mut pg_sys::ResultRelInfo,
-    slot: *mut pg_sys::TupleTableSlot,
-    estate: *mut pg_sys::EState,
-) -> *mut pg_sys::List {
-    let (no_conflict, no_arbiters) = (std::ptr::null_mut(), std::ptr::null_mut());
-    #[cfg(feature = "pg15")]
-    // SAFETY: by the caller's contract.
-    let recheck = unsafe {
-        pg_sys::ExecInsertIndexTuples(
-            result_rel,
-            slot,
-            estate,
-            false,
-            false,
-            no_conflict,
-            no_arbiters,
-        )
-    };
-    #[cfg(feature = "pg18")]
-    // SAFETY: by the caller's contract.
-    let recheck = unsafe {
-        pg_sys::ExecInsertIndexTuples(
-            result_rel,
-            slot,
-            estate,
-            false,
-            false,
-            no_conflict,
-            no_arbiters,
-            false,
-        )
-    };
-    recheck
 }
 
 /// PostgreSQL 18's virtual generated columns: the index's triggers would see no value in one,

@@ -1,0 +1,388 @@
+//! The `minhash_indexes` catalog as lookups and triggers read it: each backend keeps the rows
+//! it has read (dropped when a row changes) and the statements it has prepared.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient};
+use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
+
+use crate::core::params::{Banding, Shingling};
+use crate::pg::error::raise;
+use crate::pg::names::{qualified, regclass_name};
+use crate::pg::tuple::column;
+
+use super::extension::Extension;
+use super::restore::has_sync_trigger;
+use super::scan::{attnum, BandIndex, RowIndex};
+use super::{index_params, spi_failed};
+
+/// Prepared statements kept per backend: the catalog query and the two lookup queries of each
+/// indexed table in use, in practice.
+const MAX_PREPARED: usize = 64;
+
+thread_local! {
+    /// Statements planned once per backend, by query text: a lookup or a flagged insert then
+    /// costs no parsing or planning. PostgreSQL re-plans a kept plan by itself when a table it
+    /// reads changes; a renamed table or column changes the text, so it gets a new statement.
+    static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+
+    /// Catalog rows read in this backend, by table. An entry is dropped when PostgreSQL
+    /// invalidates the relcache entry of its table or band table: DDL on either (the index
+    /// functions create and drop the table's triggers) and every change to its catalog row
+    /// (the `minhash_indexes_changed` trigger) does that, in this backend at the end of the
+    /// command and in the others before their next lock on either table or their next
+    /// transaction, as for PostgreSQL's own caches.
+    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Rc<IndexConfig>>> = RefCell::new(HashMap::new());
+
+    /// Relations whose relcache entries were invalidated since [`CONFIGS`] was last pruned
+    /// (`None`: all of them). The callback only records them: it may run in the middle of
+    /// anything, including while `CONFIGS` is borrowed.
+    static INVALIDATED: RefCell<Option<Vec<pg_sys::Oid>>> = const { RefCell::new(Some(Vec::new())) };
+
+    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Invalidations remembered one by one; beyond this many, the whole cache is dropped.
+const MAX_INVALIDATED: usize = 256;
+
+/// Relcache invalidation callback: remembers `relid` (InvalidOid: every relation).
+unsafe extern "C-unwind" fn relcache_invalidated(_: pg_sys::Datum, relid: pg_sys::Oid) {
+    INVALIDATED.with(|pending| {
+        // never borrowed while PostgreSQL code runs, so this cannot fail; if it ever did,
+        // forgetting everything is always safe
+        let Ok(mut pending) = pending.try_borrow_mut() else {
+            return;
+        };
+        match pending.as_mut() {
+            Some(relids) if relid != pg_sys::InvalidOid && relids.len() < MAX_INVALIDATED => {
+                relids.push(relid)
+            }
+            _ => *pending = None,
+        }
+    });
+}
+
+/// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
+/// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
+/// every table on TRUNCATE), so that every backend drops its cached copy (see [`CONFIGS`]).
+// (created in schema minhash_internal by sql/index.sql)
+#[pg_trigger(sql = false)]
+fn _minhash_catalog_changed<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
+    let data = trigger.trigger_data();
+    // only on the catalog of the extension whose function this is
+    // SAFETY: a trigger's relation is open while it fires; catalog lookups by OID.
+    let on_catalog = unsafe {
+        let rel = data.tg_relation;
+        Extension::of_function(trigger.trigger().tgfoid).schema == (*(*rel).rd_rel).relnamespace
+            && pgrx::name_data_to_str(&(*(*rel).rd_rel).relname) == "minhash_indexes"
+    };
+    if !on_catalog {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "_minhash_catalog_changed() fires only on the minhash_indexes catalog",
+            None,
+        );
+    }
+    if data.tg_event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_TRUNCATE {
+        // SAFETY: queues an invalidation of every relcache entry; no arguments.
+        unsafe { pg_sys::CacheInvalidateRelcacheAll() };
+        return Ok(None);
+    }
+    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires.
+    let (catalog, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    let (tbl_attno, _, _) = column(tupdesc, catalog, "tbl", "");
+    for tuple in [data.tg_trigtuple, data.tg_newtuple] {
+        if tuple.is_null() {
+            continue;
+        }
+        let mut is_null = false;
+        // SAFETY: `tuple` is this event's old or new row, described by `tupdesc`; `tbl` is a
+        // regclass, an OID datum.
+        let tbl = unsafe {
+            pg_sys::Oid::from_datum(
+                pg_sys::heap_getattr(tuple, tbl_attno as i32, tupdesc, &mut is_null),
+                is_null,
+            )
+        };
+        // a dropped table has no relcache entry left to invalidate
+        if let Some(tbl) = tbl.filter(|&t| qualified(t).is_some()) {
+            // SAFETY: the relation exists (checked just above, under the catalog's lock).
+            unsafe { pg_sys::CacheInvalidateRelcacheByRelid(tbl) };
+        }
+    }
+    Ok(None)
+}
+
+/// The cached catalog row of `tbl`, after dropping the invalidated entries.
+fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
+    if !CALLBACK_REGISTERED.replace(true) {
+        // SAFETY: registered once per backend; the callback neither errors nor allocates in
+        // PostgreSQL memory.
+        unsafe {
+            pg_sys::CacheRegisterRelcacheCallback(
+                Some(relcache_invalidated),
+                pg_sys::Datum::from(0),
+            )
+        };
+    }
+    let pending = INVALIDATED.with_borrow_mut(|p| p.replace(Vec::new()));
+    CONFIGS.with_borrow_mut(|configs| {
+        match pending {
+            None => configs.clear(),
+            Some(relids) if !relids.is_empty() => configs
+                .retain(|_, cfg| !relids.contains(&cfg.tbl) && !relids.contains(&cfg.band_table)),
+            Some(_) => {}
+        }
+        configs.get(&tbl).cloned()
+    })
+}
+
+/// What a lookup or the insert sync trigger needs of a table's `minhash_indexes` row, and how a
+/// lookup reads the band table.
+pub(super) struct IndexConfig {
+    pub(super) tbl: pg_sys::Oid,
+    pub(super) id_column: String,
+    pub(super) text_column: String,
+    pub(super) band_table: pg_sys::Oid,
+    pub(super) k: usize,
+    pub(super) shingling: Shingling,
+    pub(super) banding: Banding,
+    pub(super) threshold: f64,
+    /// The band table's index a lookup reads directly, if it has one.
+    pub(super) band_index: Option<BandIndex>,
+    /// The table's unique index on the id, through which a lookup reads texts directly.
+    pub(super) row_index: Option<RowIndex>,
+    /// The lookup's two SQL queries (see [`IndexConfig::lookup_sql`]).
+    pub(super) sql: [String; 2],
+}
+
+impl IndexConfig {
+    /// The catalog row of `tbl` (see [`IndexConfig::find`]); 42704 if the table has none
+    /// (40001 if it has one that this transaction's snapshot predates, see
+    /// [`refuse_newer_index`]).
+    pub(super) fn get(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Rc<IndexConfig> {
+        Self::find(client, fn_oid, tbl).unwrap_or_else(|| {
+            // SAFETY: the relation is opened with a lock (or not found) and closed again; its
+            // trigger descriptor is read while it is open.
+            unsafe {
+                let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
+                if !rel.is_null() {
+                    let ext = Extension::of_function(fn_oid);
+                    let indexed = has_sync_trigger((*rel).trigdesc, ext);
+                    pg_sys::table_close(rel, pg_sys::NoLock as i32);
+                    if indexed {
+                        refuse_newer_index(tbl);
+                    }
+                }
+            }
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("table {} has no minhash index", regclass_name(tbl)),
+                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
+            )
+        })
+    }
+
+    /// The catalog row of `tbl` (see [`IndexConfig::read`]), from this backend's cache when
+    /// nothing has changed since it was read.
+    pub(super) fn find(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Option<Rc<IndexConfig>> {
+        if let Some(cfg) = cached_config(tbl) {
+            // Lock what the lookup reads, as its first read would; that brings in every
+            // invalidation committed meanwhile (a dropped index, a changed row), and the entry
+            // is used only if it survives them. The locks then keep the band table's indexes
+            // from being dropped until the transaction ends.
+            // SAFETY: locks by OID; a relation dropped meanwhile is simply not found below.
+            unsafe {
+                pg_sys::LockRelationOid(cfg.tbl, pg_sys::AccessShareLock as i32);
+                pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32);
+            }
+            if let Some(cfg) = cached_config(tbl) {
+                return Some(cfg);
+            }
+        }
+        // The table first: minhash_index_drop takes it before it drops the band table, so the
+        // band table read next cannot go away before this transaction ends.
+        // SAFETY: a lock by OID, as above.
+        unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
+        let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl)?);
+        // SAFETY: as above (an OID no relation has any more is locked harmlessly).
+        unsafe { pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32) };
+        CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfg)));
+        Some(cfg)
+    }
+
+    /// The catalog row of `tbl`, read through the catalog of the extension whose function
+    /// `fn_oid` is running, if it has one.
+    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Option<IndexConfig> {
+        let schema = Extension::of_function(fn_oid).quoted_schema();
+        let sql = format!(
+            "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
+                    i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
+                    i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8
+             FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
+        );
+        let row = with_prepared(client, &sql, PgBuiltInOids::OIDOID, tbl.into(), |table| {
+            if table.is_empty() {
+                return Ok(None);
+            }
+            let row = table.first();
+            let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
+            let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
+            Ok(Some((
+                (text(1)?, text(2)?),
+                row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                (int(4)?, int(5)?, text(6)?),
+                row.get::<f64>(7)?.expect("NOT NULL column"),
+                (int(8)?, int(9)?),
+                row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
+            )))
+        });
+        let ((id_column, text_column), band_table, (k, ngram, unit), threshold, banding, xmax) =
+            row?;
+        // A row deleted since the snapshot was taken that names a band table dropped since: the
+        // index was dropped (and maybe created again) while the statement waited for its lock.
+        // SAFETY: a syscache lookup (always current, unlike the snapshot that read the row) and
+        // a commit log lookup of a transaction id that a row carries.
+        unsafe {
+            let xmax = pg_sys::TransactionId::from_inner(xmax as u32);
+            if pg_sys::get_rel_name(band_table).is_null()
+                && xmax != pg_sys::InvalidTransactionId
+                && pg_sys::TransactionIdDidCommit(xmax)
+            {
+                concurrent_index_change(tbl);
+            }
+        }
+        let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
+        Some(IndexConfig {
+            tbl,
+            sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column),
+            band_index: BandIndex::find(band_table),
+            row_index: RowIndex::find(tbl, &id_column, &text_column),
+            id_column,
+            text_column,
+            band_table,
+            k,
+            shingling,
+            banding,
+            threshold,
+        })
+    }
+
+    /// Raises 42501 unless the current user may read the id and text columns of the table
+    /// (table-level SELECT, or SELECT on both columns), as a query of them would.
+    pub(super) fn check_readable(&self) {
+        if !self.may_select(&[&self.id_column, &self.text_column]) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("permission denied for table {}", regclass_name(self.tbl)),
+                Some(format!(
+                    "A lookup reads the columns \"{}\" and \"{}\".",
+                    self.id_column, self.text_column
+                )),
+            );
+        }
+    }
+
+    /// Whether the current user may be told which row an error is about: SELECT on the id
+    /// column and no row-level security hiding rows, as PostgreSQL decides whether a unique
+    /// violation's DETAIL may show the key.
+    pub(super) fn may_see_ids(&self) -> bool {
+        // SAFETY: a row-level security check by OID.
+        let rls = unsafe { pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true) };
+        rls != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+            && self.may_select(&[&self.id_column])
+    }
+
+    /// Whether the current user may SELECT `columns` of the table: table-level SELECT, or
+    /// SELECT on each of them.
+    pub(super) fn may_select(&self, columns: &[&str]) -> bool {
+        let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+        // SAFETY: privilege checks by OID and attribute number.
+        unsafe {
+            let user = pg_sys::GetUserId();
+            pg_sys::pg_class_aclcheck(self.tbl, user, select) == pg_sys::AclResult::ACLCHECK_OK
+                || columns.iter().all(|name| {
+                    let attno = attnum(self.tbl, name);
+                    attno > 0
+                        && pg_sys::pg_attribute_aclcheck(self.tbl, attno, user, select)
+                            == pg_sys::AclResult::ACLCHECK_OK
+                })
+        }
+    }
+}
+
+/// Under REPEATABLE READ and SERIALIZABLE: raises 40001, for a transaction that writes `tbl`
+/// but whose snapshot predates the index it finds now (created, or dropped and created again,
+/// while the transaction waited for the lock): what that snapshot shows of the catalog and
+/// the band table is not what the band table holds, as for a row changed after the snapshot.
+/// Returns under READ COMMITTED, where each statement's snapshot follows its locks.
+pub(super) fn refuse_newer_index(tbl: pg_sys::Oid) {
+    // SAFETY: reads the transaction's isolation level.
+    if unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32 {
+        concurrent_index_change(tbl);
+    }
+}
+
+/// Raises 40001: the index of `tbl` that the statement's snapshot shows was dropped (or
+/// dropped and created again) after that snapshot was taken, while the statement waited for
+/// its lock. Trying again sees the index as it is now.
+pub(super) fn concurrent_index_change(tbl: pg_sys::Oid) -> ! {
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        format!(
+            "could not serialize access due to a concurrent change of the minhash index of {}",
+            regclass_name(tbl)
+        ),
+        "pg_minhash",
+    )
+    .set_hint("The transaction might succeed if retried.")
+    .report(PgLogLevel::ERROR);
+    unreachable!("ERROR reports do not return")
+}
+
+/// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result
+/// to `read`. The statement is prepared on first use and kept for the backend.
+pub(super) fn with_prepared<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    param_type: PgBuiltInOids,
+    param: pgrx::datum::DatumWithOid<'_>,
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
+    // taken out of the cache while it runs, so a nested lookup cannot find it borrowed
+    let kept = PREPARED.with_borrow_mut(|cache| cache.remove(sql));
+    let run = || -> pgrx::spi::Result<(OwnedPreparedStatement, T)> {
+        let statement = match kept {
+            Some(statement) => statement,
+            None => client.prepare(sql, &[PgOid::BuiltIn(param_type)])?.keep(),
+        };
+        let result = read(client.select(&statement, None, &[param])?)?;
+        Ok((statement, result))
+    };
+    let (statement, result) = run().unwrap_or_else(|e| spi_failed(e));
+    PREPARED.with_borrow_mut(|cache| {
+        if cache.len() >= MAX_PREPARED {
+            cache.clear();
+        }
+        cache.insert(sql.to_owned(), statement);
+    });
+    result
+}
+
+pub(super) const COLUMNS_HINT: &str =
+    "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";

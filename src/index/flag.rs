@@ -1,0 +1,602 @@
+//! The `minhash_flag_duplicate` trigger: one row checked against an indexed table, like an
+//! exclusion constraint checks it (write first, then check with a dirty snapshot, wait for
+//! writers in progress), once per inserted or updated row.
+
+use std::ffi::{CStr, CString};
+use std::num::NonZeroUsize;
+
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+use crate::core::jaccard::ShingleSet;
+use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, SKETCH_MISS_PROBABILITY};
+use crate::pg::error::raise;
+use crate::pg::names::regclass_name;
+use crate::pg::tuple::{column, varlena_bytes};
+use crate::sql::interrupts;
+
+use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
+
+use super::extension::Extension;
+use super::owner::as_owner;
+use super::restore::has_sync_trigger;
+use super::sync::{claim_band_rows, withdraw_claim};
+use super::{band_entry, checked_threshold, float8_text};
+
+/// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
+/// whether the transaction's snapshot sees it.
+struct Conflict {
+    id: i64,
+    similarity: f64,
+    in_snapshot: bool,
+}
+
+impl IndexConfig {
+    /// The rows at or above `threshold` similar to `doc` (band entry `entry`), other than the
+    /// rows with the ids `own`, as a constraint sees them: every row committed or written by
+    /// this transaction, whenever it committed. The trigger's own band rows were written
+    /// first (a claim, see `claim`); where a candidate's fate depends on a transaction still
+    /// in progress, this waits for that transaction to end and looks again, as PostgreSQL
+    /// checks an exclusion constraint. Two writers of near-duplicates that wait for each other
+    /// are a deadlock, which PostgreSQL resolves by failing one of them (40P01).
+    fn conflicts(
+        &self,
+        doc: &str,
+        (keys, sketch): &(Vec<i64>, BandSketch),
+        threshold: f64,
+        own: &[Option<i64>],
+    ) -> Checked {
+        let missing = || -> ! {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the minhash index of {} lacks the indexes a duplicate check reads",
+                    regclass_name(self.tbl)
+                ),
+                Some(
+                    "The band table needs its (key, id) index and the table a unique index on \
+                     the id alone; drop the index with minhash_index_drop() and create it again."
+                        .into(),
+                ),
+            )
+        };
+        let band_index = self.band_index.unwrap_or_else(|| missing());
+        let row_index = self.row_index.unwrap_or_else(|| missing());
+        let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
+        let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
+        let mut candidate = ShingleSet::default();
+        // a writer found done with its check once (see `checking::wait_for`)
+        let mut done_checking = None;
+        loop {
+            // candidates: (id, a transaction in progress that writes one of its band rows)
+            let mut candidates: Vec<(i64, Option<pg_sys::TransactionId>)> = Vec::new();
+            let other = |id| !own.contains(&Some(id));
+            band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
+                if equal_bits(*sketch, row_sketch, self.k) >= min_bits {
+                    candidates.push((id, writer));
+                }
+            });
+            if candidates.is_empty() {
+                return Checked::Done(Vec::new());
+            }
+            candidates.sort_unstable_by_key(|&(id, writer)| (id, writer.is_none()));
+            candidates.dedup_by_key(|&mut (id, _)| id);
+            let ids: Vec<i64> = candidates.iter().map(|&(id, _)| id).collect();
+            // every version of each candidate row: (id, at or above the threshold, state)
+            let mut versions = Vec::new();
+            row_index.fetch_dirty(&ids, |id, text, state| {
+                candidate.rebuild(text, self.shingling, &mut interrupts);
+                let similarity = candidate.jaccard(&query_set);
+                versions.push((id, similarity, state));
+            });
+            // A row whose band rows a transaction in progress is writing: its text decides,
+            // once that transaction has written it (a claim comes before its row).
+            let undecided = candidates.iter().find_map(|&(id, writer)| {
+                let writer = writer?;
+                let mut written = versions
+                    .iter()
+                    .filter(|(v, _, s)| *v == id && s.writer == Some(writer) && s.inserting)
+                    .peekable();
+                let pending = written.peek().is_none();
+                (pending || written.any(|(_, similarity, _)| *similarity >= threshold))
+                    .then_some(writer)
+            });
+            // a matching row that a transaction in progress inserts, updates or deletes
+            let undecided = undecided.or_else(|| {
+                versions
+                    .iter()
+                    .find(|(_, similarity, state)| {
+                        *similarity >= threshold && state.writer.is_some()
+                    })
+                    .and_then(|(_, _, state)| state.writer)
+            });
+            if let Some(writer) = undecided {
+                match checking::wait_for(writer, &mut done_checking) {
+                    Some(checker) => return Checked::YieldTo(checker),
+                    None => continue,
+                }
+            }
+            return Checked::Done(
+                versions
+                    .into_iter()
+                    .filter(|(_, similarity, _)| *similarity >= threshold)
+                    .map(|(id, similarity, state)| Conflict {
+                        id,
+                        similarity,
+                        in_snapshot: state.in_snapshot,
+                    })
+                    .collect(),
+            );
+        }
+    }
+}
+
+/// What a flag trigger's check came to.
+enum Checked {
+    /// The conflicting rows, every one of them decided.
+    Done(Vec<Conflict>),
+    /// A transaction that checks a row of its own against ours at the same moment, and goes
+    /// first: take the claim back, wait for that check to end, and start again.
+    YieldTo(pg_sys::TransactionId),
+}
+
+/// Who waits for whom when two flag triggers check possibly conflicting rows at once. Each
+/// holds a lock on its "checking" tag (its database and top-level transaction id) from its
+/// claim until its check is done. A check that meets another transaction's claim it cannot
+/// decide on waits for that transaction's end if it is done checking (as an exclusion
+/// constraint waits); if it is checking too, the older transaction waits for the younger's
+/// check to end, and the younger takes its claim back and waits for the older's check, then
+/// starts over (as PostgreSQL's speculative insertions do, `execIndexing.c`). So two writers of
+/// near-duplicates never wait for each other, and neither commits without seeing the other.
+mod checking {
+    use pgrx::pg_sys;
+
+    /// `locktag_field4` of the checking tags: apart from the advisory locks of SQL (1 and 2).
+    const CHECKING: u16 = 0x6d68;
+
+    fn tag(xid: pg_sys::TransactionId) -> pg_sys::LOCKTAG {
+        pg_sys::LOCKTAG {
+            // SAFETY: the database of this backend, set at connection.
+            locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+            locktag_field2: xid.into_inner(),
+            locktag_field3: 0,
+            locktag_field4: CHECKING,
+            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+        }
+    }
+
+    /// This transaction's top-level id (assigned now if need be: its claim writes anyway).
+    pub(super) fn me() -> pg_sys::TransactionId {
+        // SAFETY: inside a transaction.
+        unsafe { pg_sys::GetTopTransactionId() }
+    }
+
+    /// Starts this transaction's check: its tag, exclusively, until [`end`].
+    pub(super) fn begin() {
+        // SAFETY: a transaction-level lock on a tag of our own.
+        unsafe {
+            pg_sys::LockAcquire(&tag(me()), pg_sys::ExclusiveLock as i32, false, false);
+        }
+    }
+
+    /// Ends this transaction's check.
+    pub(super) fn end() {
+        // SAFETY: the lock `begin` took.
+        unsafe {
+            pg_sys::LockRelease(&tag(me()), pg_sys::ExclusiveLock as i32, false);
+        }
+    }
+
+    /// Waits until the check of transaction `xid` (top-level) is over.
+    pub(super) fn wait_check(xid: pg_sys::TransactionId) {
+        // SAFETY: a share lock on another transaction's tag, taken and given back.
+        unsafe {
+            pg_sys::LockAcquire(&tag(xid), pg_sys::ShareLock as i32, false, false);
+            pg_sys::LockRelease(&tag(xid), pg_sys::ShareLock as i32, false);
+        }
+    }
+
+    /// Waits for `writer` (a transaction in progress whose claim or row a check cannot decide
+    /// on yet) as described above; `Some(checker)` when this check must yield to it instead.
+    /// A writer not checking now may also have yielded to this check, its claim taken back
+    /// since it was read: the first time, the caller looks again (`done_checking` remembers
+    /// it); the second time, the writer is done checking and this waits for its end.
+    pub(super) fn wait_for(
+        writer: pg_sys::TransactionId,
+        done_checking: &mut Option<pg_sys::TransactionId>,
+    ) -> Option<pg_sys::TransactionId> {
+        // SAFETY: lock calls on tags and transactions; the transaction id of a row written
+        // by a transaction in progress (a subtransaction's maps to its top level).
+        unsafe {
+            let other = pg_sys::SubTransGetTopmostTransaction(writer);
+            let tag = tag(other);
+            let free = pg_sys::LockAcquire(&tag, pg_sys::ShareLock as i32, false, true)
+                != pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL;
+            if free {
+                pg_sys::LockRelease(&tag, pg_sys::ShareLock as i32, false);
+                if done_checking.replace(other) != Some(other) {
+                    return None;
+                }
+                pg_sys::XactLockTableWait(
+                    writer,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    pg_sys::XLTW_Oper::XLTW_None,
+                );
+                return None;
+            }
+            if pg_sys::TransactionIdPrecedes(me(), other) {
+                wait_check(other);
+                return None;
+            }
+            Some(other)
+        }
+    }
+}
+
+/// What the trigger was created with: `(column, threshold, mode)`.
+enum FlagMode {
+    /// Set this column (attribute number, type) of the new row to the original's id.
+    Flag(usize, pg_sys::Oid, i32),
+    /// Refuse near-duplicates.
+    Reject,
+}
+
+/// Trigger function for `BEFORE INSERT OR UPDATE ... FOR EACH ROW`, with arguments `(column,
+/// threshold, mode)`: in `'flag'` mode (the default) `column` of the new row gets the id of the
+/// original, the row with the smallest id among the other rows at or above `threshold`
+/// (NULL, `'null'` or `''`: the index's), or NULL (an INSERT that matches no row keeps the
+/// value it gives, so restored rows keep their flags); in `'reject'` mode such a row is refused
+/// with SQLSTATE 23505. An UPDATE is checked again only when it changes the text (byte for
+/// byte), so a flag set or cleared by hand stays as it is; a row is never compared with itself,
+/// under its old id or its new one.
+#[pg_trigger]
+fn minhash_flag_duplicate<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, std::convert::Infallible> {
+    let data = trigger.trigger_data();
+    let event = data.tg_event;
+    let before = event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE;
+    let row = event & pg_sys::TRIGGER_EVENT_ROW != 0;
+    let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+    let update = op == pg_sys::TRIGGER_EVENT_UPDATE;
+    if !(before && row && (op == pg_sys::TRIGGER_EVENT_INSERT || update)) {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW",
+            None,
+        );
+    }
+    let args = trigger_args(trigger.trigger());
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires.
+    let (tbl, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    let mode = match arg(2).unwrap_or("flag") {
+        "flag" => None,
+        "reject" => Some(FlagMode::Reject),
+        other => raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("minhash_flag_duplicate() mode must be 'flag' or 'reject', not '{other}'"),
+            None,
+        ),
+    };
+    // SAFETY: INSERT row triggers get the new row as tg_trigtuple, UPDATE ones as tg_newtuple.
+    let tuple = if update {
+        data.tg_newtuple
+    } else {
+        data.tg_trigtuple
+    };
+    // SAFETY: a row trigger's relation is open while it fires.
+    let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
+    let checked = Spi::connect(|client| {
+        let fn_oid = trigger.trigger().tgfoid;
+        let cfg = match IndexConfig::find(client, fn_oid, tbl) {
+            Some(cfg) => cfg,
+            // A data-only restore may load an indexed table before its catalog row: its rows
+            // stay as they were dumped, as in a full restore.
+            // SAFETY: the trigger descriptor of the open relation; the function running now.
+            None if unsafe {
+                has_sync_trigger((*data.tg_relation).trigdesc, Extension::of_function(fn_oid))
+            } =>
+            {
+                // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
+                refuse_newer_index(tbl);
+                return None;
+            }
+            None => IndexConfig::get(client, fn_oid, tbl),
+        };
+        let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
+        // SAFETY: an UPDATE row trigger has both rows, described by `tupdesc`.
+        if update && unsafe { same_bytes(data, tupdesc, text_attno) } {
+            return None;
+        }
+        let mode = mode.unwrap_or_else(|| {
+            let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
+            FlagMode::Flag(attno, typid, typmod)
+        });
+        let threshold = arg(1)
+            .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
+            .map(float8_in);
+        let threshold = checked_threshold(threshold, cfg.threshold);
+        let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
+        // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
+        // UPDATE's old row (tg_trigtuple) has the same descriptor.
+        let (doc, own_ids) = unsafe {
+            let old_id = update
+                .then(|| id_attribute(data.tg_trigtuple, tupdesc, id_attno, id_type))
+                .flatten();
+            (
+                text_attribute(tuple, tupdesc, text_attno),
+                [id_attribute(tuple, tupdesc, id_attno, id_type), old_id],
+            )
+        };
+        // Like a constraint, the trigger sees every row, whoever writes: it writes the row's
+        // band rows first and then checks them against every row committed or in progress, as
+        // the table's owner (see `conflicts`).
+        let entry = doc.and_then(|doc| band_entry(doc, cfg.k, cfg.shingling, cfg.banding));
+        let conflicts = match (doc, &entry) {
+            (Some(doc), Some(entry)) => as_owner(owner, || {
+                let rel = (tbl, owner, Extension::of_function(fn_oid));
+                loop {
+                    checking::begin();
+                    if let Some(id) = own_ids[0] {
+                        claim_band_rows(&cfg, rel, id, &entry.0, entry.1);
+                    }
+                    let checked = cfg.conflicts(doc, entry, threshold, &own_ids);
+                    match checked {
+                        Checked::Done(conflicts) => {
+                            checking::end();
+                            break conflicts;
+                        }
+                        Checked::YieldTo(other) => {
+                            if let Some(id) = own_ids[0] {
+                                withdraw_claim(&cfg, rel, id);
+                            }
+                            checking::end();
+                            checking::wait_check(other);
+                        }
+                    }
+                }
+            }),
+            _ => Vec::new(),
+        };
+        Some((
+            cfg.id_column.clone(),
+            mode,
+            threshold,
+            conflicts,
+            cfg.may_see_ids(),
+        ))
+    });
+    let new = trigger
+        .new()
+        .expect("INSERT and UPDATE row triggers have a new row")
+        .into_owned();
+    // an UPDATE that leaves the text alone leaves the row alone
+    let Some((id_column, mode, threshold, conflicts, may_see)) = checked else {
+        return Ok(Some(new));
+    };
+    // The original is the matching row with the smallest id.
+    let original = |rows: &mut dyn Iterator<Item = &Conflict>| {
+        rows.min_by_key(|c| c.id).map(|c| (c.id, c.similarity))
+    };
+    match mode {
+        FlagMode::Reject => {
+            // a row the transaction's snapshot sees is a plain violation; one committed since
+            // (REPEATABLE READ, SERIALIZABLE) is a serialization failure, as for a unique key
+            let seen = original(&mut conflicts.iter().filter(|c| c.in_snapshot));
+            // SAFETY: reads the transaction's isolation level.
+            let snapshot_xact =
+                unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32;
+            if seen.is_none() && snapshot_xact && !conflicts.is_empty() {
+                ErrorReport::new(
+                    PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                    "could not serialize access due to a concurrent near-duplicate",
+                    "pg_minhash",
+                )
+                .set_detail(format!(
+                    "A near-duplicate row of {} was committed after this transaction's \
+                     snapshot was taken.",
+                    regclass_name(tbl)
+                ))
+                .set_hint("The transaction might succeed if retried.")
+                .report(PgLogLevel::ERROR);
+            }
+            if let Some((id, similarity)) = seen.or_else(|| original(&mut conflicts.iter())) {
+                let report = ErrorReport::new(
+                    PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+                    format!(
+                        "row is a near-duplicate of an existing row of {}",
+                        regclass_name(tbl)
+                    ),
+                    "pg_minhash",
+                );
+                // the row it matched only for those who may see it
+                let report = if may_see {
+                    report.set_detail(format!(
+                        "Row with {id_column} = {id} has similarity {similarity:.4} \
+                         (threshold {}).",
+                        float8_text(threshold)
+                    ))
+                } else {
+                    report
+                };
+                // SAFETY: the trigger's relation and trigger are valid while it fires.
+                unsafe { name_constraint(data.tg_relation, trigger.trigger()) };
+                report.report(PgLogLevel::ERROR);
+            }
+            Ok(Some(new))
+        }
+        // an INSERT that matches no row keeps the value it gives (a restored row, its flag)
+        FlagMode::Flag(..) if conflicts.is_empty() && !update => Ok(Some(new)),
+        FlagMode::Flag(attno, typid, typmod) => {
+            let mut new = new;
+            let datum = original(&mut conflicts.iter()).map(|(id, _)| id_datum(id, typid, typmod));
+            let attno = NonZeroUsize::new(attno).expect("attribute numbers start at 1");
+            // SAFETY: `datum` was made by the input function of the column's own type.
+            unsafe { new.set_by_index_unchecked(attno, datum) };
+            Ok(Some(new))
+        }
+    }
+}
+
+/// The schema, table and constraint names a 23505 from the reject trigger carries, as a unique
+/// violation carries them (`errtableconstraint`); the constraint is the trigger.
+struct ConstraintNames {
+    schema: *mut std::ffi::c_char,
+    table: *mut std::ffi::c_char,
+    constraint: *mut std::ffi::c_char,
+}
+
+/// Makes the unique violation about to be raised carry the names of `rel` and `trigger`
+/// (see [`ConstraintNames`]): pgrx raises an error after the Rust code has returned, and
+/// PostgreSQL lets an error context callback add fields to it.
+///
+/// # Safety
+/// Only right before raising the error; `rel` and `trigger` are those of the firing trigger.
+unsafe fn name_constraint(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) {
+    // SAFETY: the names and the callback entry are copied into the error-surviving
+    // transaction context; the entry is left on the stack because the error is raised next,
+    // and PostgreSQL resets the stack when it catches the error.
+    unsafe {
+        let context = pg_sys::CurTransactionContext;
+        let names = pg_sys::MemoryContextAlloc(context, std::mem::size_of::<ConstraintNames>())
+            .cast::<ConstraintNames>();
+        names.write(ConstraintNames {
+            schema: pg_sys::MemoryContextStrdup(
+                context,
+                pg_sys::get_namespace_name((*(*rel).rd_rel).relnamespace),
+            ),
+            table: pg_sys::MemoryContextStrdup(context, (*(*rel).rd_rel).relname.data.as_ptr()),
+            constraint: pg_sys::MemoryContextStrdup(context, trigger.tgname),
+        });
+        let entry = pg_sys::MemoryContextAlloc(
+            context,
+            std::mem::size_of::<pg_sys::ErrorContextCallback>(),
+        )
+        .cast::<pg_sys::ErrorContextCallback>();
+        entry.write(pg_sys::ErrorContextCallback {
+            previous: pg_sys::error_context_stack,
+            callback: Some(add_constraint_names),
+            arg: names.cast(),
+        });
+        pg_sys::error_context_stack = entry;
+    }
+}
+
+/// Error context callback of [`name_constraint`]: adds the names to a unique violation.
+#[pg_guard]
+unsafe extern "C-unwind" fn add_constraint_names(arg: *mut std::ffi::c_void) {
+    // SAFETY: `arg` is the `ConstraintNames` of `name_constraint`; the fields are set on the
+    // error being raised.
+    unsafe {
+        if pg_sys::geterrcode() != PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION as i32 {
+            return;
+        }
+        let names = &*arg.cast::<ConstraintNames>();
+        pg_sys::err_generic_string(pg_sys::PG_DIAG_SCHEMA_NAME as i32, names.schema);
+        pg_sys::err_generic_string(pg_sys::PG_DIAG_TABLE_NAME as i32, names.table);
+        pg_sys::err_generic_string(pg_sys::PG_DIAG_CONSTRAINT_NAME as i32, names.constraint);
+    }
+}
+
+const FLAG_HINT: &str =
+    "The first trigger argument names the column that receives the duplicate's id.";
+
+/// Whether an UPDATE's old and new row have the same bytes (or both NULL) in attribute `attno`.
+///
+/// # Safety
+/// `data` is an UPDATE row trigger's data; `attno` is a varlena attribute of `tupdesc`, which
+/// describes both rows.
+unsafe fn same_bytes(data: &pg_sys::TriggerData, tupdesc: pg_sys::TupleDesc, attno: usize) -> bool {
+    let bytes = |tuple: *mut pg_sys::HeapTupleData| {
+        let mut is_null = false;
+        // SAFETY: per the contract.
+        unsafe {
+            let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+            (!is_null).then(|| varlena_bytes(datum))
+        }
+    };
+    bytes(data.tg_trigtuple) == bytes(data.tg_newtuple)
+}
+
+/// The trigger's arguments as given to CREATE TRIGGER.
+fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
+    (0..trigger.tgnargs as usize)
+        .map(|i| {
+            // SAFETY: tgargs holds tgnargs C strings.
+            unsafe { CStr::from_ptr(*trigger.tgargs.add(i)) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+/// A text or varchar attribute, NULL as None.
+///
+/// # Safety
+/// `attno` is a text or varchar attribute of `tupdesc`, which describes `tuple`.
+unsafe fn text_attribute<'t>(
+    tuple: *mut pg_sys::HeapTupleData,
+    tupdesc: pg_sys::TupleDesc,
+    attno: usize,
+) -> Option<&'t str> {
+    let mut is_null = false;
+    // SAFETY: per the contract; text and varchar share one representation.
+    unsafe {
+        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+        <&str as FromDatum>::from_datum(datum, is_null)
+    }
+}
+
+/// A smallint, integer or bigint attribute as i64, NULL as None.
+///
+/// # Safety
+/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`.
+unsafe fn id_attribute(
+    tuple: *mut pg_sys::HeapTupleData,
+    tupdesc: pg_sys::TupleDesc,
+    attno: usize,
+    typid: pg_sys::Oid,
+) -> Option<i64> {
+    let mut is_null = false;
+    // SAFETY: per the contract.
+    let datum = unsafe { pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null) };
+    if is_null {
+        return None;
+    }
+    // SAFETY: the datum has the type matched.
+    unsafe {
+        match typid {
+            pg_sys::INT2OID => i16::from_datum(datum, false).map(i64::from),
+            pg_sys::INT4OID => i32::from_datum(datum, false).map(i64::from),
+            _ => i64::from_datum(datum, false),
+        }
+    }
+}
+
+/// A trigger's threshold argument, parsed as `'...'::float8` would (22P02 if it is not a number).
+fn float8_in(text: &str) -> f64 {
+    let text = CString::new(text).expect("trigger arguments have no NUL");
+    // SAFETY: float8in takes a C string.
+    unsafe { pgrx::direct_function_call(pg_sys::float8in, &[text.as_c_str().into_datum()]) }
+        .expect("float8in returns a number")
+}
+
+/// The id `id` as a value of the flag column's type, through that type's input function: an
+/// integer column of any width, numeric, text, or a domain over one (with its checks).
+fn id_datum(id: i64, typid: pg_sys::Oid, typmod: i32) -> pg_sys::Datum {
+    if typid == pg_sys::INT8OID {
+        return id.into();
+    }
+    let text = CString::new(id.to_string()).expect("digits");
+    let (mut input, mut ioparam) = (pg_sys::Oid::INVALID, pg_sys::Oid::INVALID);
+    // SAFETY: the type exists (it is a column's); the input function takes a C string.
+    unsafe {
+        pg_sys::getTypeInputInfo(typid, &mut input, &mut ioparam);
+        pg_sys::OidInputFunctionCall(input, text.as_ptr() as *mut _, ioparam, typmod)
+    }
+}

@@ -1,0 +1,7 @@
+//! PostgreSQL plumbing shared by the SQL functions (`sql`) and the managed index (`index`):
+//! errors, relation names and quoting, tuple access.
+
+pub mod compat;
+pub mod error;
+pub mod names;
+pub mod tuple;
