@@ -26,7 +26,7 @@ use super::components::UnionFind;
 use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
 use super::params::{Banding, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
-use super::sketch::{binomial_lower_quantile, SKETCH_MISS_PROBABILITY};
+use super::sketch::{binomial_lower_quantile, SEARCH_SKETCH_MISS_PROBABILITY};
 use super::sort::sort_by;
 
 /// Candidate pairs looked at, rows or pairs handled, between calls of `check_interrupts`.
@@ -100,7 +100,11 @@ impl Corpus {
     pub fn new(search: Search) -> Corpus {
         Corpus {
             search,
-            min_matches: min_sketch_matches(search.k, search.threshold, SKETCH_MISS_PROBABILITY),
+            min_matches: min_sketch_matches(
+                search.k,
+                search.threshold,
+                SEARCH_SKETCH_MISS_PROBABILITY,
+            ),
             signer: Signer::default(),
             text: String::new(),
             ends: Vec::new(),

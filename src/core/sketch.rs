@@ -10,10 +10,13 @@
 
 use super::hash::splitmix64;
 
-/// Probability, per pair at or above the threshold, that a sketch filter drops it (lookups and
-/// searches alike): far below what the banding itself misses at the threshold (1% by default,
-/// see `lsh_params`).
-pub const SKETCH_MISS_PROBABILITY: f64 = 1e-9;
+/// Probability, per row at or above the threshold, that a lookup's sketch filter (of
+/// `minhash_similar` and the duplicate trigger) drops it: far below what the banding itself
+/// misses at the threshold (1% by default, see `lsh_params`).
+pub const LOOKUP_SKETCH_MISS_PROBABILITY: f64 = 1e-6;
+/// The same per pair of a whole-table search (`minhash_duplicates`, `minhash_clusters`), which
+/// looks at many more pairs than a lookup at rows.
+pub const SEARCH_SKETCH_MISS_PROBABILITY: f64 = 1e-9;
 
 /// Bits in a band sketch: one per slot of the first 128 slots.
 pub const BAND_SKETCH_BITS: usize = 128;

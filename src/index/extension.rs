@@ -23,16 +23,26 @@ pub(super) struct Extension {
 }
 
 thread_local! {
-    /// Function OID -> its extension. A function's extension never changes while it exists; a
-    /// reinstalled extension has new function OIDs.
+    /// Function OID -> its extension. Membership changes only with ALTER EXTENSION ... ADD or
+    /// DROP, which only the extension's owner runs; a reinstalled extension has new function
+    /// OIDs.
     static OF_FUNCTION: RefCell<HashMap<pg_sys::Oid, Extension>> = RefCell::new(HashMap::new());
+    /// Function OID -> the extension it is a member of, if any (the triggers of a band table
+    /// are checked at every write).
+    static MEMBER_OF: RefCell<HashMap<pg_sys::Oid, Option<pg_sys::Oid>>> =
+        RefCell::new(HashMap::new());
 }
 
 /// The extension that function `fn_oid` belongs to, or None.
 fn extension_oid(fn_oid: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    if let Some(ext) = MEMBER_OF.with_borrow(|m| m.get(&fn_oid).copied()) {
+        return ext;
+    }
     // SAFETY: a pg_depend lookup by class and object OID; InvalidOid when there is none.
     let ext = unsafe { pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, fn_oid) };
-    (ext != pg_sys::InvalidOid).then_some(ext)
+    let ext = (ext != pg_sys::InvalidOid).then_some(ext);
+    MEMBER_OF.with_borrow_mut(|m| m.insert(fn_oid, ext));
+    ext
 }
 
 impl Extension {

@@ -11,7 +11,7 @@ use pgrx::prelude::*;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
-use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, SKETCH_MISS_PROBABILITY};
+use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::error::raise;
 use crate::pg::names::regclass_name;
 use crate::pg::tuple::{column, varlena_bytes};
@@ -64,7 +64,7 @@ impl IndexConfig {
         };
         let band_index = self.band_index.unwrap_or_else(|| missing());
         let row_index = self.row_index.unwrap_or_else(|| missing());
-        let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
+        let min_bits = min_equal_bits(self.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         // a writer found done with its check once (see `checking::wait_for`)

@@ -9,7 +9,7 @@ use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
-use crate::core::sketch::{equal_bits, min_equal_bits, SKETCH_MISS_PROBABILITY};
+use crate::core::sketch::{equal_bits, min_equal_bits, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::error::raise;
 use crate::pg::names::{qualified, qualified_name, quote_ident_str, Regclass};
 use crate::sql::interrupts;
@@ -50,7 +50,7 @@ impl IndexConfig {
     /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
     /// out `exclude_id`. A row sharing a band key with `doc` is fetched and verified only if its
     /// band sketch agrees with `doc`'s in enough bits (`core::sketch`): that drops a row at or
-    /// above the threshold with probability at most [`SKETCH_MISS_PROBABILITY`].
+    /// above the threshold with probability at most [`LOOKUP_SKETCH_MISS_PROBABILITY`].
     pub(super) fn similar(
         &self,
         client: &SpiClient<'_>,
@@ -62,7 +62,7 @@ impl IndexConfig {
         let Some((keys, sketch)) = band_entry(doc, self.k, self.shingling, self.banding) else {
             return Vec::new();
         };
-        let min_bits = min_equal_bits(self.k, threshold, SKETCH_MISS_PROBABILITY);
+        let min_bits = min_equal_bits(self.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
         let [bands_sql, rows_sql] = &self.sql;
         let array = PgBuiltInOids::INT8ARRAYOID;
         let mut ids = Vec::new();
