@@ -100,20 +100,31 @@ BEGIN
     RETURN cfg;
 END $$;
 
+-- The type of the id column of a band table: bigint for integer keys (smallint, integer or
+-- bigint), the indexed table's key type otherwise (src/index/key.rs).
+CREATE FUNCTION minhash_internal._minhash_band_id_type(band_table regclass)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+    WHERE a.attrelid = band_table AND a.attname = 'id' AND NOT a.attisdropped
+$$;
+
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT format(
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
-         FROM (SELECT d.%2$I::bigint AS id,
+         FROM (SELECT d.%2$I::%9$s AS id,
                       minhash_internal._minhash_band_values(d.%3$I, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
                FROM %8$s d OFFSET 0) s
          WHERE s.v IS NOT NULL',
         cfg.bands, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram, cfg.unit,
-        cfg.rows_per_band, source)
+        cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table))
 $$;
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_backfill(tbl regclass)
@@ -128,7 +139,9 @@ DECLARE
     done bigint := 0;
     n bigint;
     progress jsonb;
-    last_id bigint := -9223372036854775808;
+    last_id text;  -- the last chunk's largest id, as text
+    id_type text := (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
+                     WHERE a.attrelid = tbl AND a.attname = cfg.id_column);
     started timestamptz := clock_timestamp();
     seconds float8;
 BEGIN
@@ -138,15 +151,18 @@ BEGIN
     LOOP
         progress := minhash_internal._minhash_as_owner(tbl, format(
             'WITH chunk AS MATERIALIZED (
-                 SELECT * FROM %1$s WHERE %2$I > %5$L::pg_catalog.int8 ORDER BY %2$I LIMIT %6$s),
+                 SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I LIMIT %6$s),
              added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
-             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*), pg_catalog.max(%2$I))
+             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
+                 (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
              FROM chunk',
             tbl, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_rows_sql(cfg, 'chunk'),
-            last_id, chunk));
+            CASE WHEN last_id IS NOT NULL
+                 THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
+            chunk));
         n := (progress ->> 0)::bigint;
         EXIT WHEN n = 0;
-        last_id := (progress ->> 1)::bigint;
+        last_id := progress ->> 1;
         done := done + n;
         seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
         CONTINUE WHEN seconds < 2;
@@ -173,6 +189,8 @@ AS $$
 DECLARE
     rel record;
     id_type regtype;
+    id_collation oid;
+    band_id_type text;
     text_type regtype;
     id_attnum int2;
     band_name text;
@@ -216,24 +234,36 @@ BEGIN
             HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
     END IF;
 
-    SELECT a.atttypid::regtype, a.attnum INTO id_type, id_attnum FROM pg_attribute a
+    SELECT a.atttypid::regtype, a.attnum, a.attcollation,
+           CASE WHEN a.atttypid IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)
+                THEN 'bigint' ELSE format_type(a.atttypid, a.atttypmod) END
+    INTO id_type, id_attnum, id_collation, band_id_type FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'column "%" of table % does not exist', id_column, tbl
             USING ERRCODE = 'undefined_column';
     END IF;
-    IF id_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
-        RAISE EXCEPTION 'id column "%" is of type %, not smallint, integer or bigint', id_column, id_type
-            USING ERRCODE = 'datatype_mismatch',
-                  HINT = 'Index a table through an integer key, e.g. an identity column.';
-    END IF;
+    -- The id may be of any type: a unique B-tree on it alone is what makes it a row's key.
     -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
     IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
                    AND x.indimmediate AND x.indnkeyatts = 1 AND x.indkey[0] = id_attnum
-                   AND x.indpred IS NULL) THEN
+                   AND x.indpred IS NULL AND x.indexprs IS NULL) THEN
         RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
             USING ERRCODE = 'invalid_column_reference',
-                  HINT = 'Add a primary key or unique constraint on that column alone, not deferrable.';
+                  HINT = 'Add a primary key or unique constraint on that column alone, not deferrable. '
+                         'A key of several columns cannot identify rows for a minhash index: '
+                         'add a single-column key, e.g. an identity column.';
+    END IF;
+    -- (ids are bigint or bytes in Rust, compared byte for byte; a collation that calls
+    -- different strings equal would let two rows' ids differ only in bytes)
+    IF id_collation <> 0 AND EXISTS (SELECT FROM pg_collation c WHERE c.oid = id_collation
+                                     AND NOT c.collisdeterministic) THEN
+        RAISE EXCEPTION 'id column "%" of table % has a nondeterministic collation', id_column, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index the table through a key with a deterministic collation.';
+    END IF;
+    IF id_collation <> 0 AND id_collation <> 'pg_catalog.default'::regcollation THEN
+        band_id_type := band_id_type || ' COLLATE ' || id_collation::regcollation::text;
     END IF;
     SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
@@ -283,10 +313,11 @@ BEGIN
     END IF;
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
-    EXECUTE format('CREATE %s TABLE %I.%I (id bigint NOT NULL, key bigint NOT NULL,
+    -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, key bigint NOT NULL,
                     sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
-                   rel.nspname, band_name);
+                   rel.nspname, band_name, band_id_type);
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -328,7 +359,7 @@ BEGIN
     -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
     -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
     -- row's id may still be there. The band table's replica identity is its whole row (four
-    -- int8s), so UPDATE and DELETE on the table work under a publication that includes the
+    -- columns), so UPDATE and DELETE on the table work under a publication that includes the
     -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
     -- owner.
     EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
@@ -402,6 +433,7 @@ DECLARE
     table_owner oid;
     dropped_name text;
     inherited regclass;
+    band_id regtype;
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
@@ -424,8 +456,13 @@ BEGIN
             WHERE i.tbl IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
                             WHERE c.classid = 'pg_class'::regclass)
         LOOP
-            SELECT CASE WHEN NOT coalesce(bool_or(a.attname = cfg.id_column AND a.atttypid IN
-                             ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)), false)
+            SELECT a.atttypid INTO band_id FROM pg_attribute a
+            WHERE a.attrelid = cfg.band_table AND a.attname = 'id' AND NOT a.attisdropped;
+            SELECT CASE WHEN NOT coalesce(bool_or(a.attname = cfg.id_column AND
+                             CASE WHEN band_id = 'bigint'::regtype
+                                  THEN a.atttypid IN ('smallint'::regtype, 'integer'::regtype,
+                                                      'bigint'::regtype)
+                                  ELSE a.atttypid = band_id END), false)
                         THEN cfg.id_column
                         WHEN NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
                              ('text'::regtype, 'character varying'::regtype)
@@ -436,10 +473,14 @@ BEGIN
             IF bad IS NOT NULL THEN
                 RAISE EXCEPTION 'the minhash index of table % reads column "%"', cfg.tbl, bad
                     USING ERRCODE = 'dependent_objects_still_exist',
-                          DETAIL = format('Its id column "%s" must stay smallint, integer or '
-                                          'bigint and its text column "%s" text or character '
-                                          'varying (not virtual generated), under these names.',
-                                          cfg.id_column, cfg.text_column),
+                          DETAIL = format('Its id column "%s" must keep its type (%s) and its '
+                                          'text column "%s" stay text or character varying '
+                                          '(not virtual generated), under these names.',
+                                          cfg.id_column,
+                                          CASE WHEN band_id = 'bigint'::regtype
+                                               THEN 'smallint, integer or bigint'
+                                               ELSE format_type(band_id, NULL) END,
+                                          cfg.text_column),
                           HINT = format('Drop the index first with minhash_index_drop(%L), and '
                                         'create it again afterwards.', cfg.tbl);
             END IF;
@@ -590,6 +631,50 @@ END $$;
 
 
 -- What \df+ and \dd show for each function users call (all overloads of a name).
+-- Lookups returning ids in their own type, and many texts at once.
+CREATE FUNCTION @extschema@.minhash_similar(
+	tbl regclass,
+	doc TEXT,
+	id_type anyelement,
+	threshold double precision DEFAULT NULL,
+	max_results INT DEFAULT NULL
+) RETURNS TABLE (
+	id anyelement, 
+	similarity double precision 
+)
+STABLE PARALLEL SAFE 
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'minhash_similar_typed_wrapper';
+
+CREATE FUNCTION @extschema@.minhash_matches(
+	tbl regclass,
+	docs TEXT[],
+	threshold double precision DEFAULT NULL,
+	max_results INT DEFAULT NULL
+) RETURNS TABLE (
+	probe INT, 
+	id bigint, 
+	similarity double precision 
+)
+STABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'minhash_matches_wrapper';
+
+CREATE FUNCTION @extschema@.minhash_matches(
+	tbl regclass,
+	docs TEXT[],
+	id_type anyelement,
+	threshold double precision DEFAULT NULL,
+	max_results INT DEFAULT NULL
+) RETURNS TABLE (
+	probe INT, 
+	id anyelement, 
+	similarity double precision 
+)
+STABLE PARALLEL SAFE 
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'minhash_matches_typed_wrapper';
+
 DO $$
 DECLARE
     f record;
@@ -612,6 +697,7 @@ BEGIN
             ('minhash_index_check', 'count the band rows a table''s managed index misses and holds in excess of its rows'),
             ('minhash_index_stats', 'rows, keys and bucket sizes of a table''s managed MinHash index'),
             ('minhash_similar', 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
+            ('minhash_matches', 'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard'),
             ('minhash_duplicates', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
             ('minhash_clusters', 'the clusters of near-duplicate rows of an indexed table, named by their smallest id'),
             ('minhash_flag_duplicate', 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')

@@ -17,6 +17,7 @@ use crate::pg::names::{qualified, regclass_name};
 use crate::pg::tuple::column;
 
 use super::extension::Extension;
+use super::key::KeyType;
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
 use super::{index_params, spi_failed};
@@ -151,6 +152,10 @@ pub(super) struct IndexConfig {
     pub(super) id_column: String,
     pub(super) text_column: String,
     pub(super) band_table: pg_sys::Oid,
+    /// How the band table stores ids (`bigint` for integer keys).
+    pub(super) key: KeyType,
+    /// The type of the table's id column.
+    pub(super) id_type: pg_sys::Oid,
     pub(super) k: usize,
     pub(super) shingling: Shingling,
     pub(super) banding: Banding,
@@ -236,22 +241,28 @@ impl IndexConfig {
                     i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8
              FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
         );
-        let row = with_prepared(client, &sql, PgBuiltInOids::OIDOID, tbl.into(), |table| {
-            if table.is_empty() {
-                return Ok(None);
-            }
-            let row = table.first();
-            let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
-            let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
-            Ok(Some((
-                (text(1)?, text(2)?),
-                row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
-                (int(4)?, int(5)?, text(6)?),
-                row.get::<f64>(7)?.expect("NOT NULL column"),
-                (int(8)?, int(9)?),
-                row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
-            )))
-        });
+        let row = with_prepared(
+            client,
+            &sql,
+            PgOid::BuiltIn(PgBuiltInOids::OIDOID),
+            tbl.into(),
+            |table| {
+                if table.is_empty() {
+                    return Ok(None);
+                }
+                let row = table.first();
+                let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
+                let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
+                Ok(Some((
+                    (text(1)?, text(2)?),
+                    row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                    (int(4)?, int(5)?, text(6)?),
+                    row.get::<f64>(7)?.expect("NOT NULL column"),
+                    (int(8)?, int(9)?),
+                    row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
+                )))
+            },
+        );
         let ((id_column, text_column), band_table, (k, ngram, unit), threshold, banding, xmax) =
             row?;
         // A row deleted since the snapshot was taken that names a band table dropped since: the
@@ -268,14 +279,28 @@ impl IndexConfig {
             }
         }
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
+        // SAFETY: catalog lookups by OID and attribute number; InvalidOid for a band table or
+        // column that is gone (writes then refuse the band table, lookups find no rows).
+        let (key, id_type) = unsafe {
+            let stored = pg_sys::get_atttype(band_table, attnum(band_table, "id"));
+            let column = pg_sys::get_atttype(tbl, attnum(tbl, &id_column));
+            let stored = if stored == pg_sys::InvalidOid {
+                pg_sys::INT8OID
+            } else {
+                stored
+            };
+            (KeyType::of(stored), column)
+        };
         Some(IndexConfig {
             tbl,
-            sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column),
-            band_index: BandIndex::find(band_table),
-            row_index: RowIndex::find(tbl, &id_column, &text_column),
+            sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column, key),
+            band_index: BandIndex::find(band_table, key),
+            row_index: RowIndex::find(tbl, &id_column, &text_column, key),
             id_column,
             text_column,
             band_table,
+            key,
+            id_type,
             k,
             shingling,
             banding,
@@ -360,7 +385,7 @@ pub(super) fn concurrent_index_change(tbl: pg_sys::Oid) -> ! {
 pub(super) fn with_prepared<T>(
     client: &SpiClient<'_>,
     sql: &str,
-    param_type: PgBuiltInOids,
+    param_type: PgOid,
     param: pgrx::datum::DatumWithOid<'_>,
     read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
 ) -> T {
@@ -369,7 +394,7 @@ pub(super) fn with_prepared<T>(
     let run = || -> pgrx::spi::Result<(OwnedPreparedStatement, T)> {
         let statement = match kept {
             Some(statement) => statement,
-            None => client.prepare(sql, &[PgOid::BuiltIn(param_type)])?.keep(),
+            None => client.prepare(sql, &[param_type])?.keep(),
         };
         let result = read(client.select(&statement, None, &[param])?)?;
         Ok((statement, result))

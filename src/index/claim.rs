@@ -24,6 +24,9 @@ use pgrx::prelude::*;
 use crate::core::capacity;
 use crate::pg::compat;
 
+use super::key::{Id, KeyType};
+use super::sync::BandRow;
+
 /// One row's claimed band rows.
 struct Claim {
     band: pg_sys::Oid,
@@ -34,7 +37,7 @@ struct Claim {
 }
 
 /// This transaction's open claims, by band table and id, oldest first.
-type Claims = HashMap<(pg_sys::Oid, i64), Vec<Claim>>;
+type Claims = HashMap<(pg_sys::Oid, Id), Vec<Claim>>;
 
 thread_local! {
     static CLAIMS: RefCell<Claims> = RefCell::new(HashMap::new());
@@ -44,7 +47,7 @@ thread_local! {
 
 /// Records that the band rows at `tids` of the open band table `band` were written for the row
 /// with id `id`.
-pub(super) fn record(band: pg_sys::Relation, id: i64, tids: Vec<pg_sys::ItemPointerData>) {
+pub(super) fn record(band: pg_sys::Relation, id: &Id, tids: Vec<pg_sys::ItemPointerData>) {
     if !CALLBACKS_REGISTERED.replace(true) {
         // SAFETY: registered once per backend; the callbacks only touch `CLAIMS` and relations
         // of the current transaction.
@@ -64,7 +67,7 @@ pub(super) fn record(band: pg_sys::Relation, id: i64, tids: Vec<pg_sys::ItemPoin
     };
     CLAIMS.with_borrow_mut(|claims| {
         capacity::reserve_map(claims, 1, "claimed rows").unwrap_or_else(|e| e.fail());
-        let same = claims.entry((oid, id)).or_default();
+        let same = claims.entry((oid, id.clone())).or_default();
         capacity::push(same, claim, "claimed rows").unwrap_or_else(|e| e.fail());
     });
 }
@@ -77,7 +80,7 @@ pub(super) fn any(band: pg_sys::Oid) -> bool {
 /// For an INSERT's row with id `id` whose band rows are `rows`: true if the latest claim of that
 /// id holds exactly those rows, still live, which then stay as the row's band rows; false
 /// otherwise (after releasing that claim, if there was one), and the caller writes them.
-pub(super) fn take(band: pg_sys::Relation, id: i64, rows: &mut [[i64; 4]]) -> bool {
+pub(super) fn take(band: pg_sys::Relation, id: &Id, rows: &mut [BandRow]) -> bool {
     let Some(claim) = remove_latest(band, id) else {
         return false;
     };
@@ -93,7 +96,7 @@ pub(super) fn take(band: pg_sys::Relation, id: i64, rows: &mut [[i64; 4]]) -> bo
             }
         }
     }
-    let mut found: Vec<[i64; 4]> = live.iter().map(|(_, row)| *row).collect();
+    let mut found: Vec<BandRow> = live.iter().map(|(_, row)| row.clone()).collect();
     found.sort_unstable();
     rows.sort_unstable();
     if live.len() == claim.tids.len() && found == rows {
@@ -108,7 +111,7 @@ pub(super) fn take(band: pg_sys::Relation, id: i64, rows: &mut [[i64; 4]]) -> bo
 
 /// Deletes the rows of the latest claim of id `id` on the open band table `band`, if any (the
 /// row it was made for is written by an UPDATE, whose band rows the sync trigger rewrites).
-pub(super) fn release(band: pg_sys::Relation, id: i64) {
+pub(super) fn release(band: pg_sys::Relation, id: &Id) {
     if let Some(claim) = remove_latest(band, id) {
         // SAFETY: `band` is open with RowExclusiveLock.
         unsafe { delete_live(band, &claim) };
@@ -116,14 +119,14 @@ pub(super) fn release(band: pg_sys::Relation, id: i64) {
 }
 
 /// Removes the latest claim of `id` on `band` from the list.
-fn remove_latest(band: pg_sys::Relation, id: i64) -> Option<Claim> {
+fn remove_latest(band: pg_sys::Relation, id: &Id) -> Option<Claim> {
     // SAFETY: `band` is open.
     let oid = unsafe { (*band).rd_id };
     CLAIMS.with_borrow_mut(|claims| {
-        let same = claims.get_mut(&(oid, id))?;
+        let same = claims.get_mut(&(oid, id.clone()))?;
         let claim = same.pop();
         if same.is_empty() {
-            claims.remove(&(oid, id));
+            claims.remove(&(oid, id.clone()));
         }
         claim
     })
@@ -166,9 +169,9 @@ unsafe fn delete_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) {
 /// deleted it.
 ///
 /// # Safety
-/// `band` is a band table (its live columns four int8s), open, in this transaction; `tid` was
+/// `band` is a band table (its live columns an id and three int8s), open, in this transaction; `tid` was
 /// written to its current relfilenode.
-unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Option<[i64; 4]> {
+unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Option<BandRow> {
     // SAFETY: per the contract. The TID's block exists (nothing shrinks a relfilenode while a
     // transaction's own rows in it are live); heap_fetch checks the line pointer, and pins the
     // buffer only when it returns true.
@@ -185,21 +188,28 @@ unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Opt
         let own =
             pg_sys::TransactionIdIsCurrentTransactionId((*tuple.t_data).t_choice.t_heap.t_xmin);
         let desc = (*band).rd_att;
-        let mut row = [0i64; 4];
-        let mut live = 0;
+        // the live columns in order: id (of its key type), key, sketch1, sketch2 (int8)
+        let mut values = Vec::with_capacity(4);
         for (attr, attno) in compat::attributes(desc).iter().zip(1..) {
-            if attr.attisdropped || live == row.len() {
+            if attr.attisdropped || values.len() == 4 {
                 continue;
             }
             let mut is_null = false;
             let value = pg_sys::heap_getattr(&mut tuple, attno, desc, &mut is_null);
-            row[live] = if is_null {
-                i64::MIN
-            } else {
-                value.value() as i64
-            };
-            live += 1;
+            values.push((!is_null).then_some((value, attr.atttypid)));
         }
+        if values.len() < 4 {
+            pg_sys::ReleaseBuffer(buffer);
+            return None;
+        }
+        // (a column is NULL only in a band table that is not ours, which no claim matches)
+        let int =
+            |v: Option<(pg_sys::Datum, pg_sys::Oid)>| v.map_or(i64::MIN, |(d, _)| d.value() as i64);
+        let id = match values[0] {
+            Some((datum, typid)) => KeyType::of(typid).id(datum, typid),
+            None => Id::Int(i64::MIN),
+        };
+        let row = (id, int(values[1]), [int(values[2]), int(values[3])]);
         pg_sys::ReleaseBuffer(buffer);
         own.then_some(row)
     }

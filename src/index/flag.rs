@@ -20,6 +20,7 @@ use crate::sql::interrupts;
 use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
 
 use super::extension::Extension;
+use super::key::{Id, KeyType};
 use super::owner::as_owner;
 use super::restore::has_sync_trigger;
 use super::sync::{claim_band_rows, withdraw_claim};
@@ -28,7 +29,7 @@ use super::{band_entry, checked_threshold, float8_text};
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
 /// whether the transaction's snapshot sees it.
 struct Conflict {
-    id: i64,
+    id: Id,
     similarity: f64,
     in_snapshot: bool,
 }
@@ -46,7 +47,7 @@ impl IndexConfig {
         doc: &str,
         (keys, sketch): &(Vec<i64>, BandSketch),
         threshold: f64,
-        own: &[Option<i64>],
+        own: &[Option<Id>],
     ) -> Checked {
         let missing = || -> ! {
             raise(
@@ -71,8 +72,8 @@ impl IndexConfig {
         let mut done_checking = None;
         loop {
             // candidates: (id, a transaction in progress that writes one of its band rows)
-            let mut candidates: Vec<(i64, Option<pg_sys::TransactionId>)> = Vec::new();
-            let other = |id| !own.contains(&Some(id));
+            let mut candidates: Vec<(Id, Option<pg_sys::TransactionId>)> = Vec::new();
+            let other = |id: &Id| !own.iter().any(|o| o.as_ref() == Some(id));
             band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
                 if equal_bits(*sketch, row_sketch, self.k) >= min_bits {
                     candidates.push((id, writer));
@@ -81,23 +82,25 @@ impl IndexConfig {
             if candidates.is_empty() {
                 return Checked::Done(Vec::new());
             }
-            candidates.sort_unstable_by_key(|&(id, writer)| (id, writer.is_none()));
-            candidates.dedup_by_key(|&mut (id, _)| id);
-            let ids: Vec<i64> = candidates.iter().map(|&(id, _)| id).collect();
+            candidates.sort_unstable_by(|(a, wa), (b, wb)| {
+                a.cmp(b).then(wa.is_none().cmp(&wb.is_none()))
+            });
+            candidates.dedup_by(|(a, _), (b, _)| a == b);
+            let ids: Vec<Id> = candidates.iter().map(|(id, _)| id.clone()).collect();
             // every version of each candidate row: (id, at or above the threshold, state)
             let mut versions = Vec::new();
             row_index.fetch_dirty(&ids, |id, text, state| {
                 candidate.rebuild(text, self.shingling, &mut interrupts);
                 let similarity = candidate.jaccard(&query_set);
-                versions.push((id, similarity, state));
+                versions.push((id.clone(), similarity, state));
             });
             // A row whose band rows a transaction in progress is writing: its text decides,
             // once that transaction has written it (a claim comes before its row).
-            let undecided = candidates.iter().find_map(|&(id, writer)| {
-                let writer = writer?;
+            let undecided = candidates.iter().find_map(|(id, writer)| {
+                let writer = (*writer)?;
                 let mut written = versions
                     .iter()
-                    .filter(|(v, _, s)| *v == id && s.writer == Some(writer) && s.inserting)
+                    .filter(|(v, _, s)| v == id && s.writer == Some(writer) && s.inserting)
                     .peekable();
                 let pending = written.peek().is_none();
                 (pending || written.any(|(_, similarity, _)| *similarity >= threshold))
@@ -239,7 +242,7 @@ mod checking {
 
 /// What the trigger was created with: `(column, threshold, mode)`.
 enum FlagMode {
-    /// Set this column (attribute number, type) of the new row to the original's id.
+    /// Set this column (attribute number, type, typmod) of the new row to the original's id.
     Flag(usize, pg_sys::Oid, i32),
     /// Refuse near-duplicates.
     Reject,
@@ -325,12 +328,11 @@ fn minhash_flag_duplicate<'a>(
         // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
         // UPDATE's old row (tg_trigtuple) has the same descriptor.
         let (doc, own_ids) = unsafe {
-            let old_id = update
-                .then(|| id_attribute(data.tg_trigtuple, tupdesc, id_attno, id_type))
-                .flatten();
+            let id = |tuple| id_attribute(tuple, tupdesc, id_attno, id_type, cfg.key);
+            let old_id = update.then(|| id(data.tg_trigtuple)).flatten();
             (
                 text_attribute(tuple, tupdesc, text_attno),
-                [id_attribute(tuple, tupdesc, id_attno, id_type), old_id],
+                [id(tuple), old_id],
             )
         };
         // Like a constraint, the trigger sees every row, whoever writes: it writes the row's
@@ -342,7 +344,7 @@ fn minhash_flag_duplicate<'a>(
                 let rel = (tbl, owner, Extension::of_function(fn_oid));
                 loop {
                     checking::begin();
-                    if let Some(id) = own_ids[0] {
+                    if let Some(id) = &own_ids[0] {
                         claim_band_rows(&cfg, rel, id, &entry.0, entry.1);
                     }
                     let checked = cfg.conflicts(doc, entry, threshold, &own_ids);
@@ -352,7 +354,7 @@ fn minhash_flag_duplicate<'a>(
                             break conflicts;
                         }
                         Checked::YieldTo(other) => {
-                            if let Some(id) = own_ids[0] {
+                            if let Some(id) = &own_ids[0] {
                                 withdraw_claim(&cfg, rel, id);
                             }
                             checking::end();
@@ -365,6 +367,7 @@ fn minhash_flag_duplicate<'a>(
         };
         Some((
             cfg.id_column.clone(),
+            cfg.key,
             mode,
             threshold,
             conflicts,
@@ -376,12 +379,13 @@ fn minhash_flag_duplicate<'a>(
         .expect("INSERT and UPDATE row triggers have a new row")
         .into_owned();
     // an UPDATE that leaves the text alone leaves the row alone
-    let Some((id_column, mode, threshold, conflicts, may_see)) = checked else {
+    let Some((id_column, key, mode, threshold, conflicts, may_see)) = checked else {
         return Ok(Some(new));
     };
     // The original is the matching row with the smallest id.
     let original = |rows: &mut dyn Iterator<Item = &Conflict>| {
-        rows.min_by_key(|c| c.id).map(|c| (c.id, c.similarity))
+        rows.min_by_key(|c| &c.id)
+            .map(|c| (c.id.clone(), c.similarity))
     };
     match mode {
         FlagMode::Reject => {
@@ -417,8 +421,9 @@ fn minhash_flag_duplicate<'a>(
                 // the row it matched only for those who may see it
                 let report = if may_see {
                     report.set_detail(format!(
-                        "Row with {id_column} = {id} has similarity {similarity:.4} \
+                        "Row with {id_column} = {} has similarity {similarity:.4} \
                          (threshold {}).",
+                        key.text(&id),
                         float8_text(threshold)
                     ))
                 } else {
@@ -434,7 +439,8 @@ fn minhash_flag_duplicate<'a>(
         FlagMode::Flag(..) if conflicts.is_empty() && !update => Ok(Some(new)),
         FlagMode::Flag(attno, typid, typmod) => {
             let mut new = new;
-            let datum = original(&mut conflicts.iter()).map(|(id, _)| id_datum(id, typid, typmod));
+            let datum =
+                original(&mut conflicts.iter()).map(|(id, _)| key.convert(&id, typid, typmod));
             let attno = NonZeroUsize::new(attno).expect("attribute numbers start at 1");
             // SAFETY: `datum` was made by the input function of the column's own type.
             unsafe { new.set_by_index_unchecked(attno, datum) };
@@ -552,29 +558,23 @@ unsafe fn text_attribute<'t>(
     }
 }
 
-/// A smallint, integer or bigint attribute as i64, NULL as None.
+/// The id attribute, as the band table stores it (`key`), NULL as None.
 ///
 /// # Safety
-/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`.
+/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`; `key` is the
+/// index's.
 unsafe fn id_attribute(
     tuple: *mut pg_sys::HeapTupleData,
     tupdesc: pg_sys::TupleDesc,
     attno: usize,
     typid: pg_sys::Oid,
-) -> Option<i64> {
+    key: KeyType,
+) -> Option<Id> {
     let mut is_null = false;
     // SAFETY: per the contract.
-    let datum = unsafe { pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null) };
-    if is_null {
-        return None;
-    }
-    // SAFETY: the datum has the type matched.
     unsafe {
-        match typid {
-            pg_sys::INT2OID => i16::from_datum(datum, false).map(i64::from),
-            pg_sys::INT4OID => i32::from_datum(datum, false).map(i64::from),
-            _ => i64::from_datum(datum, false),
-        }
+        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+        (!is_null).then(|| key.id(datum, typid))
     }
 }
 
@@ -584,19 +584,4 @@ fn float8_in(text: &str) -> f64 {
     // SAFETY: float8in takes a C string.
     unsafe { pgrx::direct_function_call(pg_sys::float8in, &[text.as_c_str().into_datum()]) }
         .expect("float8in returns a number")
-}
-
-/// The id `id` as a value of the flag column's type, through that type's input function: an
-/// integer column of any width, numeric, text, or a domain over one (with its checks).
-fn id_datum(id: i64, typid: pg_sys::Oid, typmod: i32) -> pg_sys::Datum {
-    if typid == pg_sys::INT8OID {
-        return id.into();
-    }
-    let text = CString::new(id.to_string()).expect("digits");
-    let (mut input, mut ioparam) = (pg_sys::Oid::INVALID, pg_sys::Oid::INVALID);
-    // SAFETY: the type exists (it is a column's); the input function takes a C string.
-    unsafe {
-        pg_sys::getTypeInputInfo(typid, &mut input, &mut ioparam);
-        pg_sys::OidInputFunctionCall(input, text.as_ptr() as *mut _, ioparam, typmod)
-    }
 }

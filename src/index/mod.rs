@@ -22,6 +22,7 @@ mod catalog;
 mod claim;
 mod extension;
 mod flag;
+mod key;
 mod owner;
 mod restore;
 mod scan;

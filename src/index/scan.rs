@@ -23,6 +23,8 @@ use pgrx::PgMemoryContexts;
 
 use crate::pg::compat;
 
+use super::key::{Id, KeyType};
+
 /// A B-tree of `table` that a lookup reads directly.
 #[derive(Clone, Copy)]
 struct DirectIndex {
@@ -30,13 +32,48 @@ struct DirectIndex {
     index: pg_sys::Oid,
 }
 
+/// The operator family, input type and collation of an index's first column.
+#[derive(Clone, Copy)]
+struct FirstColumn {
+    family: pg_sys::Oid,
+    input_type: pg_sys::Oid,
+    collation: pg_sys::Oid,
+}
+
+/// How a scan compares its key with an index's first column: the B-tree equality function of
+/// the column's operator family, under the index's collation.
+#[derive(Clone, Copy)]
+struct Equality {
+    proc: pg_sys::Oid,
+    collation: pg_sys::Oid,
+}
+
+impl FirstColumn {
+    /// The equality of this column for keys of its own input type, if its family has one.
+    fn equality(&self) -> Option<Equality> {
+        // SAFETY: catalog lookups by OID; InvalidOid when the family has no such operator.
+        unsafe {
+            let operator = pg_sys::get_opfamily_member(
+                self.family,
+                self.input_type,
+                self.input_type,
+                pg_sys::BTEqualStrategyNumber as i16,
+            );
+            (operator != pg_sys::InvalidOid).then(|| Equality {
+                proc: pg_sys::get_opcode(operator),
+                collation: self.collation,
+            })
+        }
+    }
+}
+
 impl DirectIndex {
     /// The first B-tree of `table` for which `fits(attribute numbers of its columns, how many of
-    /// them are key columns, whether it is unique)` gives a value, among those that are not partial, have no expressions, are
-    /// valid for every snapshot and use the standard integer operators on their first column.
+    /// them are key columns, whether it is unique, its first column)` gives a value, among
+    /// those that are not partial, have no expressions and are valid for every snapshot.
     fn find<T>(
         table: pg_sys::Oid,
-        fits: impl Fn(&[i16], usize, bool) -> Option<T>,
+        fits: impl Fn(&[i16], usize, bool, FirstColumn) -> Option<T>,
     ) -> Option<(DirectIndex, T)> {
         // SAFETY: relations are opened with a lock (kept until the transaction ends, as the
         // planner does) and closed again; the index list, pg_index row and key vector are read
@@ -52,7 +89,6 @@ impl DirectIndex {
                 let rel = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
                 let form = &*(*rel).rd_index;
                 let usable = (*(*rel).rd_rel).relam == pg_sys::BTREE_AM_OID
-                    && *(*rel).rd_opfamily == pg_sys::INTEGER_BTREE_FAM_OID
                     && form.indisvalid
                     && form.indisready
                     && form.indislive
@@ -62,7 +98,12 @@ impl DirectIndex {
                 let fit = usable
                     .then(|| {
                         let attnums = form.indkey.values.as_slice(form.indnatts as usize);
-                        fits(attnums, form.indnkeyatts as usize, form.indisunique)
+                        let first = FirstColumn {
+                            family: *(*rel).rd_opfamily,
+                            input_type: *(*rel).rd_opcintype,
+                            collation: *(*rel).rd_indcollation,
+                        };
+                        fits(attnums, form.indnkeyatts as usize, form.indisunique, first)
                     })
                     .flatten();
                 pg_sys::index_close(rel, pg_sys::NoLock as i32);
@@ -106,13 +147,13 @@ impl DirectIndex {
     ///
     /// # Safety
     /// With the active snapshot only after [`DirectIndex::usable`] (and, for a table the caller
-    /// reads, `readable`); `snapshot` lives until the scan ends; `eq_proc` is the equality
-    /// function of the index's first column type and every key a datum of that type.
+    /// reads, `readable`); `snapshot` lives until the scan ends; `eq` is the equality of the
+    /// index's first column and every key a datum of its type.
     unsafe fn scan(
         &self,
         snapshot: pg_sys::Snapshot,
         want_index_tuple: bool,
-        eq_proc: u32,
+        eq: Equality,
         keys: impl IntoIterator<Item = pg_sys::Datum>,
         mut read: impl FnMut(pg_sys::IndexScanDesc, pg_sys::Relation, *mut pg_sys::TupleTableSlot),
     ) {
@@ -127,11 +168,14 @@ impl DirectIndex {
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
             let mut key_entry = pg_sys::ScanKeyData::default();
             for key in keys {
-                pg_sys::ScanKeyInit(
+                pg_sys::ScanKeyEntryInitialize(
                     &mut key_entry,
+                    0,
                     1,
                     pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-                    pg_sys::Oid::from(eq_proc),
+                    pg_sys::InvalidOid,
+                    eq.collation,
+                    eq.proc,
                     key,
                 );
                 pg_sys::index_rescan(scan, &mut key_entry, 1, ptr::null_mut(), 0);
@@ -152,20 +196,28 @@ pub(super) struct BandIndex {
     direct: DirectIndex,
     /// Positions of `id`, `sketch1` and `sketch2` among the index's columns.
     columns: [usize; 3],
+    /// The type of `id`.
+    key: KeyType,
 }
 
 impl BandIndex {
     /// The fitting B-tree of `band_table`, if it has one.
-    pub(super) fn find(band_table: pg_sys::Oid) -> Option<BandIndex> {
+    pub(super) fn find(band_table: pg_sys::Oid, key_type: KeyType) -> Option<BandIndex> {
         let [key, id, sketch1, sketch2] =
             ["key", "id", "sketch1", "sketch2"].map(|name| attnum(band_table, name));
-        let (direct, columns) = DirectIndex::find(band_table, |attnums, _, _| {
+        let (direct, columns) = DirectIndex::find(band_table, |attnums, _, _, first| {
             let position = |attnum| attnums.iter().position(|&a| a == attnum);
-            (attnums.first() == Some(&key) && key != 0)
+            (attnums.first() == Some(&key)
+                && key != 0
+                && first.family == pg_sys::INTEGER_BTREE_FAM_OID)
                 .then(|| Some([position(id)?, position(sketch1)?, position(sketch2)?]))
                 .flatten()
         })?;
-        Some(BandIndex { direct, columns })
+        Some(BandIndex {
+            direct,
+            columns,
+            key: key_type,
+        })
     }
 
     pub(super) fn oid(&self) -> pg_sys::Oid {
@@ -180,7 +232,7 @@ impl BandIndex {
 
     /// Calls `row(id, [sketch1, sketch2])` for every band row with one of `keys` that the active
     /// snapshot sees, once per matching band row. Only after [`BandIndex::usable`].
-    pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(i64, [u64; 2])) {
+    pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(Id, [u64; 2])) {
         // SAFETY: after `usable`, under the active snapshot.
         unsafe {
             self.scan_under(
@@ -200,8 +252,8 @@ impl BandIndex {
     pub(super) fn scan_dirty(
         &self,
         keys: &[i64],
-        wanted: impl Fn(i64) -> bool,
-        row: impl FnMut(i64, [u64; 2], Option<pg_sys::TransactionId>),
+        wanted: impl Fn(&Id) -> bool,
+        row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
     ) {
         let mut dirty = dirty_snapshot();
         // SAFETY: the dirty snapshot outlives the scan.
@@ -217,23 +269,23 @@ impl BandIndex {
         &self,
         snapshot: pg_sys::Snapshot,
         keys: &[i64],
-        wanted: impl Fn(i64) -> bool,
-        mut row: impl FnMut(i64, [u64; 2], Option<pg_sys::TransactionId>),
+        wanted: impl Fn(&Id) -> bool,
+        mut row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
     ) {
         let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
         let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
         // one index entry's columns, sized at the first key
         let (mut values, mut nulls) = (Vec::new(), Vec::new());
-        // SAFETY: per the contract; the index's first column is `key`, an int8. An entry is
-        // read only while the scan is positioned on it; a dirty snapshot's xmin and xmax
-        // describe the heap tuple fetched last.
+        let int8_equality = Equality {
+            proc: pg_sys::Oid::from(pg_sys::F_INT8EQ),
+            collation: pg_sys::InvalidOid,
+        };
+        // SAFETY: per the contract; the index's first column is `key`, an int8, and `id` is of
+        // type `self.key`. An entry is read only while the scan is positioned on it; a dirty
+        // snapshot's xmin and xmax describe the heap tuple fetched last.
         unsafe {
-            self.direct.scan(
-                snapshot,
-                true,
-                pg_sys::F_INT8EQ,
-                keys,
-                |scan, heap, slot| {
+            self.direct
+                .scan(snapshot, true, int8_equality, keys, |scan, heap, slot| {
                     let natts = (*(*scan).xs_itupdesc).natts as usize;
                     values.resize(natts, pg_sys::Datum::from(0));
                     nulls.resize(natts, false);
@@ -256,9 +308,10 @@ impl BandIndex {
                         if nulls[id] || nulls[s1] || nulls[s2] {
                             continue;
                         }
-                        let int = |i: usize| values[i].value() as i64;
-                        let (id, sketch) = (int(id), [int(s1) as u64, int(s2) as u64]);
-                        if !wanted(id) {
+                        let int = |i: usize| values[i].value() as u64;
+                        let (id, sketch) =
+                            (self.key.id(values[id], pg_sys::INT8OID), [int(s1), int(s2)]);
+                        if !wanted(&id) {
                             continue;
                         }
                         let block = pgrx::itemptr::item_pointer_get_block_number(tid);
@@ -277,8 +330,7 @@ impl BandIndex {
                         }
                         row(id, sketch, writer);
                     }
-                },
-            );
+                });
             if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
                 pg_sys::ReleaseBuffer(vm_buffer);
             }
@@ -358,23 +410,42 @@ pub(super) struct RowState {
 #[derive(Clone, Copy)]
 pub(super) struct RowIndex {
     direct: DirectIndex,
+    /// The id column's type.
     id_type: pg_sys::Oid,
+    /// How the band table stores ids.
+    key: KeyType,
+    equality: Equality,
     text_attno: i16,
 }
 
 impl RowIndex {
     /// The fitting B-tree of `table`, if it has one.
-    pub(super) fn find(table: pg_sys::Oid, id_column: &str, text_column: &str) -> Option<Self> {
+    pub(super) fn find(
+        table: pg_sys::Oid,
+        id_column: &str,
+        text_column: &str,
+        key: KeyType,
+    ) -> Option<Self> {
         let (id, text_attno) = (attnum(table, id_column), attnum(table, text_column));
         // SAFETY: a catalog lookup of an existing attribute.
         let id_type = unsafe { pg_sys::get_atttype(table, id) };
-        let (direct, ()) = DirectIndex::find(table, |attnums, keys, unique| {
-            (unique && keys == 1 && attnums.first() == Some(&id) && id != 0 && text_attno != 0)
-                .then_some(())
+        let (direct, equality) = DirectIndex::find(table, |attnums, keys, unique, first| {
+            // integer keys come as int8 and are compared with the integer operators
+            let integer = first.family == pg_sys::INTEGER_BTREE_FAM_OID;
+            (unique
+                && keys == 1
+                && attnums.first() == Some(&id)
+                && id != 0
+                && text_attno != 0
+                && integer == key.integer)
+                .then(|| first.equality())
+                .flatten()
         })?;
         Some(RowIndex {
             direct,
             id_type,
+            key,
+            equality,
             text_attno,
         })
     }
@@ -390,7 +461,7 @@ impl RowIndex {
 
     /// Calls `row(id, text)` for each row with one of the ids `ids` and a text that the active
     /// snapshot sees. Only after [`RowIndex::readable`].
-    pub(super) fn fetch(&self, ids: &[i64], mut row: impl FnMut(i64, &str)) {
+    pub(super) fn fetch(&self, ids: &[Id], mut row: impl FnMut(&Id, &str)) {
         // SAFETY: after `readable`, under the active snapshot.
         unsafe {
             self.fetch_under(pg_sys::GetActiveSnapshot(), ids, |id, text, _| {
@@ -402,7 +473,7 @@ impl RowIndex {
     /// Calls `row(id, text, state)` for each row with one of the ids `ids` and a text that a
     /// dirty snapshot sees (see [`BandIndex::scan_dirty`]): a row another transaction is
     /// inserting, updating or deleting may come with more than one version.
-    pub(super) fn fetch_dirty(&self, ids: &[i64], row: impl FnMut(i64, &str, RowState)) {
+    pub(super) fn fetch_dirty(&self, ids: &[Id], row: impl FnMut(&Id, &str, RowState)) {
         let mut dirty = dirty_snapshot();
         // SAFETY: the dirty snapshot outlives the scan.
         unsafe { self.fetch_under(&mut dirty, ids, row) }
@@ -416,28 +487,29 @@ impl RowIndex {
     unsafe fn fetch_under(
         &self,
         snapshot: pg_sys::Snapshot,
-        ids: &[i64],
-        mut row: impl FnMut(i64, &str, RowState),
+        ids: &[Id],
+        mut row: impl FnMut(&Id, &str, RowState),
     ) {
-        // an id that does not fit the column's type is no row's
-        let (eq_proc, fits): (u32, fn(i64) -> bool) = match self.id_type {
-            pg_sys::INT2OID => (pg_sys::F_INT2EQ, |id| i16::try_from(id).is_ok()),
-            pg_sys::INT4OID => (pg_sys::F_INT4EQ, |id| i32::try_from(id).is_ok()),
-            _ => (pg_sys::F_INT8EQ, |_| true),
+        // an integer id that does not fit the column's type is no row's
+        let fits = |id: &&Id| match (self.id_type, id) {
+            (pg_sys::INT2OID, Id::Int(v)) => i16::try_from(*v).is_ok(),
+            (pg_sys::INT4OID, Id::Int(v)) => i32::try_from(*v).is_ok(),
+            _ => true,
         };
-        let wanted: Vec<i64> = ids.iter().copied().filter(|&id| fits(id)).collect();
+        let wanted: Vec<&Id> = ids.iter().filter(fits).collect();
         // detoasted texts are freed row by row
         let mut texts = PgMemoryContexts::new("pg_minhash candidate texts");
         let mut next = wanted.iter();
-        // SAFETY: per the contract; the index's first column is the id, of type `id_type`, and
-        // each key is that type's datum (the same bits for int2, int4 and int8 alike). The
-        // slot holds a heap tuple of the table while its header is read.
+        // SAFETY: per the contract; the index's first column is the id, compared by
+        // `self.equality` with datums of its operator class's input type: the same bits for
+        // int2, int4 and int8 alike, the column's own type otherwise. The slot holds a heap
+        // tuple of the table while its header is read.
         unsafe {
             self.direct.scan(
                 snapshot,
                 false,
-                eq_proc,
-                wanted.iter().map(|&id| pg_sys::Datum::from(id)),
+                self.equality,
+                wanted.iter().map(|id| self.key.datum(id)),
                 |scan, _, slot| {
                     let id = *next.next().expect("one scan per id");
                     while pg_sys::index_getnext_slot(

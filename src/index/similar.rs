@@ -4,21 +4,27 @@
 //! what SQL sees, through statements prepared once per backend; no PL/pgSQL or SQL function
 //! runs in between.
 
+use std::rc::Rc;
+
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{PgBuiltInOids, PgSqlErrorCode};
+use pgrx::AnyElement;
+use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::sketch::{equal_bits, min_equal_bits, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::error::raise;
-use crate::pg::names::{qualified, qualified_name, quote_ident_str, Regclass};
+use crate::pg::names::{
+    qualified, qualified_name, quote_ident_str, quote_literal, regclass_name, Regclass,
+};
 use crate::sql::interrupts;
 
 use super::catalog::{with_prepared, IndexConfig};
 
+use super::key::{Id, KeyType};
 use super::owner::{as_owner, relation_owner};
 use super::scan::{BandIndex, RowIndex};
-use super::{band_entry, checked_threshold, for_each_row};
+use super::{band_entry, checked_threshold};
 
 impl IndexConfig {
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
@@ -31,8 +37,11 @@ impl IndexConfig {
         band_table: pg_sys::Oid,
         id_column: &str,
         text_column: &str,
+        key: KeyType,
     ) -> [String; 2] {
         let (id, text) = (quote_ident_str(id_column), quote_ident_str(text_column));
+        // integer ids of any width come as int8, like the band table stores them
+        let cast = if key.integer { "::pg_catalog.int8" } else { "" };
         [
             format!(
                 "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
@@ -40,7 +49,7 @@ impl IndexConfig {
                 bands = qualified_name(band_table),
             ),
             format!(
-                "SELECT t.{id}::pg_catalog.int8, t.{text}::pg_catalog.text FROM {tbl} t
+                "SELECT t.{id}{cast}, t.{text}::pg_catalog.text FROM {tbl} t
                  WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",
                 tbl = qualified_name(tbl),
             ),
@@ -56,18 +65,17 @@ impl IndexConfig {
         client: &SpiClient<'_>,
         doc: &str,
         threshold: f64,
-        exclude_id: Option<i64>,
-    ) -> Vec<(i64, f64)> {
+        exclude_id: Option<&Id>,
+    ) -> Vec<(Id, f64)> {
         // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
         let Some((keys, sketch)) = band_entry(doc, self.k, self.shingling, self.banding) else {
             return Vec::new();
         };
         let min_bits = min_equal_bits(self.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
         let [bands_sql, rows_sql] = &self.sql;
-        let array = PgBuiltInOids::INT8ARRAYOID;
         let mut ids = Vec::new();
-        let mut keep = |id: i64, row_sketch: [u64; 2]| {
-            if Some(id) != exclude_id && equal_bits(sketch, row_sketch, self.k) >= min_bits {
+        let mut keep = |id: Id, row_sketch: [u64; 2]| {
+            if Some(&id) != exclude_id && equal_bits(sketch, row_sketch, self.k) >= min_bits {
                 ids.push(id);
             }
         };
@@ -77,15 +85,18 @@ impl IndexConfig {
         match self.band_index.filter(BandIndex::usable) {
             Some(index) => index.scan(&keys, keep),
             None => as_owner(relation_owner(self.tbl), || {
-                with_prepared(client, bands_sql, array, keys.into(), |table| {
-                    for row in table {
-                        if let (Some(id), Some(s1), Some(s2)) =
-                            (row.get::<i64>(1)?, row.get::<i64>(2)?, row.get::<i64>(3)?)
-                        {
+                let keys_type = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
+                with_prepared(client, bands_sql, keys_type, keys.into(), |table| {
+                    for_each_spi_row(table, |row| {
+                        if let (Some(id), Some(s1), Some(s2)) = (
+                            self.key.spi_id(row, 1)?,
+                            row.get::<i64>(2)?,
+                            row.get::<i64>(3)?,
+                        ) {
                             keep(id, [s1 as u64, s2 as u64]);
                         }
-                    }
-                    Ok(())
+                        Ok(())
+                    })
                 })
             }),
         }
@@ -97,26 +108,191 @@ impl IndexConfig {
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         let mut found = Vec::new();
-        let verify = |id: i64, text: &str| {
+        let mut verify = |id: &Id, text: &str| {
             candidate.rebuild(text, self.shingling, &mut interrupts);
             let similarity = candidate.jaccard(&query_set);
             if similarity >= threshold {
-                found.push((id, similarity));
+                found.push((id.clone(), similarity));
             }
         };
         match self.row_index.filter(RowIndex::readable) {
             Some(index) => index.fetch(&ids, verify),
-            None => with_prepared(client, rows_sql, array, ids.into(), |table| {
-                for_each_row(table, verify)
-            }),
+            None => {
+                let (arg, arg_type) = self.key.array_arg(&ids);
+                with_prepared(client, rows_sql, arg_type, arg, |table| {
+                    for_each_spi_row(table, |row| {
+                        let text = row.get_datum_by_ordinal(2)?;
+                        if let (Some(id), Some(text)) = (self.key.spi_id(row, 1)?, text) {
+                            // SAFETY: column 2 is a text datum (the query casts it), not NULL,
+                            // in the SPI memory context, which outlives this call.
+                            let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
+                            verify(&id, text.expect("not NULL"));
+                        }
+                        Ok(())
+                    })
+                })
+            }
         }
         found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found
     }
 }
 
+/// Calls `f` with `table` positioned on each of its rows in turn.
+fn for_each_spi_row(
+    mut table: pgrx::spi::SpiTupleTable<'_>,
+    mut f: impl FnMut(&pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
+) -> pgrx::spi::Result<()> {
+    let rows = table.len();
+    if rows == 0 {
+        return Ok(());
+    }
+    table = table.first();
+    for _ in 0..rows {
+        f(&table)?;
+        table.next();
+    }
+    Ok(())
+}
+
+/// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
+/// the index's) and the most rows to return per text (NULL: all).
+struct Lookup {
+    fn_oid: pg_sys::Oid,
+    tbl: pg_sys::Oid,
+    threshold: Option<f64>,
+    max_results: Option<i32>,
+}
+
+impl Lookup {
+    fn new(
+        tbl: Option<Regclass>,
+        threshold: Option<f64>,
+        max_results: Option<i32>,
+        fcinfo: pg_sys::FunctionCallInfo,
+    ) -> Lookup {
+        let Some(Regclass(tbl)) = tbl else {
+            raise(
+                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                "tbl must not be NULL",
+                None,
+            );
+        };
+        if let Some(max) = max_results.filter(|&m| m < 1) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("max_results must be at least 1, got {max}"),
+                None,
+            );
+        }
+        // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo names the function.
+        let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+        Lookup {
+            fn_oid,
+            tbl,
+            threshold,
+            max_results,
+        }
+    }
+
+    /// The index's settings, after checking that the caller may read what a lookup reads.
+    fn config(&self) -> Rc<IndexConfig> {
+        Spi::connect(|client| {
+            let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
+            cfg.check_readable();
+            cfg
+        })
+    }
+
+    /// The rows similar to `doc` (see [`IndexConfig::similar`]), at most `max_results`.
+    fn similar(&self, doc: Option<&str>) -> Vec<(Id, f64)> {
+        pg_sys::check_for_interrupts!();
+        let Some(doc) = doc else {
+            return Vec::new();
+        };
+        Spi::connect(|client| {
+            let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
+            let threshold = checked_threshold(self.threshold, cfg.threshold);
+            let mut found = cfg.similar(client, doc, threshold, None);
+            if let Some(max) = self.max_results {
+                found.truncate(max as usize);
+            }
+            found
+        })
+    }
+}
+
+/// The index's ids as `bigint`: 42804 for a key that is not an integer, with a hint at the
+/// form that returns ids in their own type.
+fn integer_ids(cfg: &IndexConfig, function: &str, call: &str) {
+    if !cfg.key.integer {
+        raise(
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "the id column \"{}\" of {} is of type {}, not an integer",
+                cfg.id_column,
+                regclass_name(cfg.tbl),
+                type_name(cfg.id_type)
+            ),
+            Some(format!(
+                "Pass the id type to get ids of that type: {function}({}, {call}id_type => NULL::{}).",
+                quote_literal(&regclass_name(cfg.tbl)),
+                type_name(cfg.id_type)
+            )),
+        );
+    }
+}
+
+/// The type of the `id_type` argument (number `argno`, from 0), which must be the type of the
+/// index's id column (42804).
+fn id_type_argument(
+    cfg: &IndexConfig,
+    fcinfo: pg_sys::FunctionCallInfo,
+    argno: i32,
+) -> pg_sys::Oid {
+    // SAFETY: this call's fcinfo; the argument is declared anyelement, so its type is known.
+    let given = unsafe { pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, argno) };
+    if given != cfg.id_type {
+        raise(
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "id_type is {}, but the id column \"{}\" of {} is of type {}",
+                type_name(given),
+                cfg.id_column,
+                regclass_name(cfg.tbl),
+                type_name(cfg.id_type)
+            ),
+            Some(format!("Pass id_type => NULL::{}.", type_name(cfg.id_type))),
+        );
+    }
+    given
+}
+
+/// A type's name as SQL writes it (`uuid`, `character varying`).
+fn type_name(typid: pg_sys::Oid) -> String {
+    // SAFETY: format_type_be takes any OID and returns a palloc'd C string.
+    unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(typid)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `id` as a value of the id column's type `id_type`, for a result row.
+fn typed_id(cfg: &IndexConfig, id: &Id, id_type: pg_sys::Oid) -> AnyElement {
+    let datum = cfg.key.convert(id, id_type, -1);
+    // SAFETY: `datum` is a non-NULL value of type `id_type`.
+    unsafe { AnyElement::from_polymorphic_datum(datum, false, id_type) }.expect("not NULL")
+}
+
+fn integer(id: Id) -> i64 {
+    match id {
+        Id::Int(v) => v,
+        Id::Bytes(_) => unreachable!("integer keys are stored as bigint"),
+    }
+}
+
 /// The rows of `tbl` whose text is at least `threshold` similar to `doc` (default: the index's
-/// threshold), most similar first, at most `max_results` of them (default: all).
+/// threshold), most similar first, at most `max_results` of them (default: all); ids as
+/// `bigint` (integer keys).
 #[pg_extern(stable, parallel_safe)]
 fn minhash_similar(
     tbl: Option<Regclass>,
@@ -125,33 +301,100 @@ fn minhash_similar(
     max_results: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
-    let Some(Regclass(tbl)) = tbl else {
-        raise(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "tbl must not be NULL",
-            None,
-        );
-    };
-    // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo names the function.
-    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
-    let found = Spi::connect(|client| {
-        let cfg = IndexConfig::get(client, fn_oid, tbl);
-        cfg.check_readable();
-        let threshold = checked_threshold(threshold, cfg.threshold);
-        if let Some(max) = max_results.filter(|&m| m < 1) {
-            raise(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("max_results must be at least 1, got {max}"),
-                None,
-            );
-        }
-        let mut found = doc.map_or_else(Vec::new, |doc| cfg.similar(client, doc, threshold, None));
-        if let Some(max) = max_results {
-            found.truncate(max as usize);
-        }
+    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    integer_ids(&lookup.config(), "minhash_similar", "doc, ");
+    let found = lookup.similar(doc);
+    TableIterator::new(found.into_iter().map(|(id, s)| (integer(id), s)))
+}
+
+/// [`minhash_similar`] with ids in the id column's own type, which `id_type` names
+/// (`NULL::uuid`).
+#[pg_extern(stable, parallel_safe, name = "minhash_similar")]
+fn minhash_similar_typed(
+    tbl: Option<Regclass>,
+    doc: Option<&str>,
+    id_type: Option<AnyElement>,
+    threshold: default!(Option<f64>, "NULL"),
+    max_results: default!(Option<i32>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<'static, (name!(id, AnyElement), name!(similarity, f64))> {
+    let _ = id_type;
+    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    let cfg = lookup.config();
+    let id_type = id_type_argument(&cfg, fcinfo, 2);
+    let found = lookup.similar(doc);
+    TableIterator::new(
         found
-    });
-    TableIterator::new(found)
+            .into_iter()
+            .map(move |(id, s)| (typed_id(&cfg, &id, id_type), s)),
+    )
+}
+
+/// For each text of `docs`, the rows of `tbl` at least `threshold` similar to it, most similar
+/// first, at most `max_results` per text: `(probe, id, similarity)` with `probe` the text's
+/// position in `docs` (from 1). The lookups run one text at a time as the rows are read.
+#[pg_extern(stable, parallel_safe)]
+fn minhash_matches(
+    tbl: Option<Regclass>,
+    docs: Option<Array<'_, &str>>,
+    threshold: default!(Option<f64>, "NULL"),
+    max_results: default!(Option<i32>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<'static, (name!(probe, i32), name!(id, i64), name!(similarity, f64))> {
+    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    integer_ids(&lookup.config(), "minhash_matches", "docs, ");
+    let docs = owned_texts(docs);
+    TableIterator::new(matches(lookup, docs).map(|(probe, id, s)| (probe, integer(id), s)))
+}
+
+/// [`minhash_matches`] with ids in the id column's own type, which `id_type` names.
+#[pg_extern(stable, parallel_safe, name = "minhash_matches")]
+fn minhash_matches_typed(
+    tbl: Option<Regclass>,
+    docs: Option<Array<'_, &str>>,
+    id_type: Option<AnyElement>,
+    threshold: default!(Option<f64>, "NULL"),
+    max_results: default!(Option<i32>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<
+    'static,
+    (
+        name!(probe, i32),
+        name!(id, AnyElement),
+        name!(similarity, f64),
+    ),
+> {
+    let _ = id_type;
+    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    let cfg = lookup.config();
+    let id_type = id_type_argument(&cfg, fcinfo, 2);
+    let docs = owned_texts(docs);
+    TableIterator::new(
+        matches(lookup, docs).map(move |(probe, id, s)| (probe, typed_id(&cfg, &id, id_type), s)),
+    )
+}
+
+/// The texts of a `text[]` argument, copied (NULL elements stay NULL); 54000 beyond what an
+/// array can hold anyway.
+fn owned_texts(docs: Option<Array<'_, &str>>) -> Vec<Option<String>> {
+    let Some(docs) = docs else {
+        return Vec::new();
+    };
+    let mut owned = Vec::new();
+    crate::core::capacity::reserve(&mut owned, docs.len(), "probe texts")
+        .unwrap_or_else(|e| e.fail());
+    owned.extend(docs.iter().map(|doc| doc.map(str::to_owned)));
+    owned
+}
+
+/// The matches of each text of `docs` in turn, looked up as they are read.
+fn matches(lookup: Lookup, docs: Vec<Option<String>>) -> impl Iterator<Item = (i32, Id, f64)> {
+    docs.into_iter().zip(1..).flat_map(move |(doc, probe)| {
+        lookup
+            .similar(doc.as_deref())
+            .into_iter()
+            .map(move |(id, s)| (probe, id, s))
+    })
 }
 
 /// The two queries `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl` (see

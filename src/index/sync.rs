@@ -23,7 +23,7 @@ use std::ffi::{c_int, CStr};
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
-use pgrx::{PgBuiltInOids, PgMemoryContexts, PgSqlErrorCode};
+use pgrx::{PgBuiltInOids, PgMemoryContexts, PgOid, PgSqlErrorCode};
 
 use crate::core::sketch::BandSketch;
 use crate::pg::compat;
@@ -32,6 +32,7 @@ use crate::pg::error::raise;
 use super::band_entry;
 use super::claim;
 use super::extension::Extension;
+use super::key::{Id, KeyType};
 use crate::pg::names::{qualified_name, regclass_name};
 use crate::pg::tuple::{column, varlena_bytes};
 
@@ -165,7 +166,7 @@ fn fired_by(data: &pg_sys::TriggerData, trigger: &pg_sys::Trigger) -> Option<Eve
 
 /// One row of a transition table: its id and text, if it has a text.
 struct Row<'t> {
-    id: Option<i64>,
+    id: Option<Id>,
     text: Option<&'t [u8]>,
 }
 
@@ -177,6 +178,7 @@ struct TransitionRows {
     slots: [*mut pg_sys::TupleTableSlot; 2],
     id_attno: c_int,
     id_type: pg_sys::Oid,
+    key: KeyType,
     text_attno: c_int,
 }
 
@@ -211,6 +213,7 @@ impl TransitionRows {
                 slots,
                 id_attno: id_attno as c_int,
                 id_type,
+                key: cfg.key,
                 text_attno: text_attno as c_int,
             }
         }
@@ -238,19 +241,12 @@ impl TransitionRows {
         // SAFETY: the slot holds a row of the trigger's relation; the attribute numbers and
         // the id's type come from its descriptor; text and varchar share one representation.
         unsafe {
+            let outer = pg_sys::MemoryContextSwitchTo(self.memory.value());
             let id = pg_sys::slot_getattr(slot, self.id_attno, &mut is_null);
-            let id = (!is_null).then(|| match self.id_type {
-                pg_sys::INT2OID => i64::from(id.value() as i16),
-                pg_sys::INT4OID => i64::from(id.value() as i32),
-                _ => id.value() as i64,
-            });
+            let id = (!is_null).then(|| self.key.id(id, self.id_type));
             let text = pg_sys::slot_getattr(slot, self.text_attno, &mut is_null);
-            let text = (!is_null).then(|| {
-                let outer = pg_sys::MemoryContextSwitchTo(self.memory.value());
-                let bytes = varlena_bytes(text);
-                pg_sys::MemoryContextSwitchTo(outer);
-                bytes
-            });
+            let text = (!is_null).then(|| varlena_bytes(text));
+            pg_sys::MemoryContextSwitchTo(outer);
             Row { id, text }
         }
     }
@@ -332,7 +328,7 @@ unsafe fn insert_band_rows(
                 return;
             };
             // the band table's id column is NOT NULL, as an INSERT into it would say
-            let Some(id) = row.id else {
+            let Some(id) = &row.id else {
                 raise(
                     PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
                     format!(
@@ -347,10 +343,7 @@ unsafe fn insert_band_rows(
                 );
             };
             rows.clear();
-            rows.extend(
-                keys.into_iter()
-                    .map(|key| [id, key, sketch[0] as i64, sketch[1] as i64]),
-            );
+            rows.extend(keys.into_iter().map(|key| band_row(id, key, sketch)));
             // a flag trigger may have written them already (see `claim`)
             if claimed {
                 if pairs.is_none() && claim::take(band.rel, id, &mut rows) {
@@ -358,7 +351,7 @@ unsafe fn insert_band_rows(
                 }
                 claim::release(band.rel, id);
             }
-            for &row in &rows {
+            for row in rows.drain(..) {
                 writer.push(row);
             }
         });
@@ -372,7 +365,7 @@ unsafe fn insert_band_rows(
 pub(super) fn claim_band_rows(
     cfg: &IndexConfig,
     (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
-    id: i64,
+    id: &Id,
     keys: &[i64],
     sketch: BandSketch,
 ) {
@@ -381,7 +374,7 @@ pub(super) fn claim_band_rows(
         let band = BandTable::open(cfg, tbl, owner, ext);
         let mut writer = band.writer(true);
         for &key in keys {
-            writer.push([id, key, sketch[0] as i64, sketch[1] as i64]);
+            writer.push(band_row(id, key, sketch));
         }
         let tids = writer.close();
         claim::record(band.rel, id, tids);
@@ -405,11 +398,11 @@ unsafe fn delete_band_rows(
     // SAFETY: per the contract.
     unsafe {
         for_each_changed_row(data, cfg, old, pairs, 0, |row| {
-            let (Some(id), Some((row_keys, _))) = (row.id, row_entry(row, cfg)) else {
+            let (Some(id), Some((row_keys, _))) = (&row.id, row_entry(row, cfg)) else {
                 return;
             };
             for key in row_keys {
-                ids.push(id);
+                ids.push(id.clone());
                 keys.push(key);
             }
             if ids.len() >= DELETE_BATCH {
@@ -425,7 +418,7 @@ unsafe fn delete_band_rows(
 pub(super) fn withdraw_claim(
     cfg: &IndexConfig,
     (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
-    id: i64,
+    id: &Id,
 ) {
     // SAFETY: as for `claim_band_rows`.
     unsafe {
@@ -439,6 +432,8 @@ pub(super) fn withdraw_claim(
 struct BandTable {
     tbl: pg_sys::Oid,
     rel: pg_sys::Relation,
+    /// The type of its id column.
+    key: KeyType,
 }
 
 impl BandTable {
@@ -515,39 +510,53 @@ impl BandTable {
             }
             // (a dropped column stays in the descriptor)
             let live: Vec<_> = columns.iter().filter(|a| !a.attisdropped).collect();
+            // (the id in its key type, bigint for integer keys)
             let same_columns = live.len() == BAND_COLUMNS.len()
                 && live.iter().zip(BAND_COLUMNS).all(|(a, name)| {
-                    a.atttypid == pg_sys::INT8OID
+                    a.atttypid
+                        == if name == "id" {
+                            cfg.key.oid
+                        } else {
+                            pg_sys::INT8OID
+                        }
                         && a.attidentity == 0
                         && a.attgenerated == 0
                         && pgrx::name_data_to_str(&a.attname) == name
                 });
             if !same_columns {
-                altered("has other columns than (id, key, sketch1, sketch2), all int8");
+                altered("has other columns than (id, key, sketch1, sketch2) of their types");
             }
-            BandTable { tbl, rel }
+            BandTable {
+                tbl,
+                rel,
+                key: cfg.key,
+            }
         }
     }
 
     /// A writer of new band rows; `tids`: it returns where the rows went.
     fn writer(&self, tids: bool) -> BandWriter {
-        BandWriter::new(self.rel, tids)
+        BandWriter::new(self.rel, self.key, tids)
     }
 
     /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors.
-    fn delete(&self, ids: &mut Vec<i64>, keys: &mut Vec<i64>) {
+    fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>) {
         if ids.is_empty() {
             return;
         }
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
+        let (id_array, id_array_type) = self.key.array_arg(ids);
+        // (the statement is kept by its text, which names the id type)
         let sql = format!(
             "DELETE FROM {band} b
-             USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS o(id, key)
-             WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id"
+             USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2)) AS o(id, key)
+             WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
+            id_array = type_name_qualified(id_array_type),
         );
-        let args = [std::mem::take(ids).into(), std::mem::take(keys).into()];
-        let types = [PgBuiltInOids::INT8ARRAYOID, PgBuiltInOids::INT8ARRAYOID];
+        ids.clear();
+        let args = [id_array, std::mem::take(keys).into()];
+        let types = [id_array_type, PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
         run_prepared(&sql, &types, &args);
     }
 
@@ -581,14 +590,14 @@ thread_local! {
 const MAX_STATEMENTS: usize = 64;
 
 /// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend.
-fn run_prepared(sql: &str, types: &[PgBuiltInOids], args: &[pgrx::datum::DatumWithOid<'_>]) {
+fn run_prepared(sql: &str, types: &[PgOid], args: &[pgrx::datum::DatumWithOid<'_>]) {
     run_prepared_with(sql, types, args, |_| Ok(()));
 }
 
 /// [`run_prepared`], calling `result` with what the statement returned.
 fn run_prepared_with(
     sql: &str,
-    types: &[PgBuiltInOids],
+    types: &[PgOid],
     args: &[pgrx::datum::DatumWithOid<'_>],
     result: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
 ) {
@@ -596,10 +605,7 @@ fn run_prepared_with(
     let statement = Spi::connect(|client| -> pgrx::spi::Result<OwnedPreparedStatement> {
         let statement = match kept {
             Some(statement) => statement,
-            None => {
-                let types: Vec<_> = types.iter().map(|&t| pgrx::PgOid::BuiltIn(t)).collect();
-                client.prepare_mut(sql, &types)?.keep()
-            }
+            None => client.prepare_mut(sql, types)?.keep(),
         };
         result(client.select(&statement, None, args)?)?;
         Ok(statement)
@@ -621,58 +627,76 @@ fn spi_write_failed(e: pgrx::spi::Error) -> ! {
     )
 }
 
+/// One band row: `(id, key, [sketch1, sketch2])`.
+pub(super) type BandRow = (Id, i64, [i64; 2]);
+
+/// The band row of key `key` of the row with id `id` and band sketch `sketch`.
+fn band_row(id: &Id, key: i64, sketch: BandSketch) -> BandRow {
+    (id.clone(), key, sketch.map(|w| w as i64))
+}
+
 /// Band rows on their way into an open band table: one prepared `INSERT ... SELECT unnest(...)`
 /// per `INSERT_BATCH` rows, run through SPI as the caller runs it (as the table's owner). The
 /// executor writes the heap and every index and checks what the band table asks of a row; the
 /// band table's load trigger keeps the rows (`restore::sync_writes`).
 struct BandWriter {
     band: pg_sys::Oid,
+    key: KeyType,
     /// The INSERT, with `RETURNING ctid` when the TIDs are wanted.
     sql: String,
-    columns: [Vec<i64>; 4],
+    ids: Vec<Id>,
+    columns: [Vec<i64>; 3],
     /// Where the rows went, if asked for (`claim_band_rows`).
     tids: Option<Vec<pg_sys::ItemPointerData>>,
 }
 
 impl BandWriter {
-    /// A writer into `band`, open and checked (`BandTable::open`); `tids`: `close` returns
-    /// where the rows went (`RETURNING ctid`).
-    fn new(band: pg_sys::Relation, tids: bool) -> BandWriter {
+    /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
+    /// `key`; `tids`: `close` returns where the rows went (`RETURNING ctid`).
+    fn new(band: pg_sys::Relation, key: KeyType, tids: bool) -> BandWriter {
         // SAFETY: the relation is open.
         let band = unsafe { (*band).rd_id };
+        // SAFETY: a catalog lookup of the array type of an existing type.
+        let id_array = type_name_qualified(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
+        // (the statement is kept by its text, which names the id type)
         let sql = format!(
             "INSERT INTO {} (id, key, sketch1, sketch2)
-             SELECT pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),
-                    pg_catalog.unnest($4){}",
+             SELECT pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2),
+                    pg_catalog.unnest($3), pg_catalog.unnest($4){}",
             qualified_name(band),
             if tids { " RETURNING ctid" } else { "" }
         );
         BandWriter {
             band,
+            key,
             sql,
+            ids: Vec::new(),
             columns: Default::default(),
             tids: tids.then(Vec::new),
         }
     }
 
-    /// Queues one band row `(id, key, sketch1, sketch2)`.
-    fn push(&mut self, row: [i64; 4]) {
-        for (column, value) in self.columns.iter_mut().zip(row) {
+    /// Queues one band row.
+    fn push(&mut self, (id, key, sketch): BandRow) {
+        self.ids.push(id);
+        for (column, value) in self.columns.iter_mut().zip([key, sketch[0], sketch[1]]) {
             column.push(value);
         }
-        if self.columns[0].len() >= INSERT_BATCH {
+        if self.ids.len() >= INSERT_BATCH {
             self.flush();
         }
     }
 
     /// Inserts the queued rows with one execution of the prepared INSERT.
     fn flush(&mut self) {
-        if self.columns[0].is_empty() {
+        if self.ids.is_empty() {
             return;
         }
-        let [a, b, c, d] = std::mem::take(&mut self.columns);
-        let args = [a.into(), b.into(), c.into(), d.into()];
-        let types = [PgBuiltInOids::INT8ARRAYOID; 4];
+        let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
+        let [b, c, d] = std::mem::take(&mut self.columns);
+        let args = [ids, b.into(), c.into(), d.into()];
+        let int8_array = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
+        let types = [id_array_type, int8_array, int8_array, int8_array];
         let tids = &mut self.tids;
         restore::sync_writes(self.band, || {
             run_prepared_with(&self.sql, &types, &args, |mut table| {
@@ -698,6 +722,14 @@ impl BandWriter {
         self.flush();
         self.tids.unwrap_or_default()
     }
+}
+
+/// A type's schema-qualified name, as SQL writes it.
+fn type_name_qualified(typid: PgOid) -> String {
+    // SAFETY: format_type_be_qualified takes any OID and returns a palloc'd C string.
+    unsafe { CStr::from_ptr(pg_sys::format_type_be_qualified(typid.value())) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A relation's unqualified name, as PostgreSQL's constraint messages give it.

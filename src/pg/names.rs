@@ -92,3 +92,13 @@ pub(crate) fn quote_ident(ident: &CStr) -> String {
 pub(crate) fn quote_ident_str(ident: &str) -> String {
     quote_ident(&CString::new(ident).expect("identifiers have no NUL"))
 }
+
+/// `text` as an SQL string literal, as `quote_literal` gives it.
+pub(crate) fn quote_literal(text: &str) -> String {
+    let escaped = text.replace('\'', "''");
+    if text.contains('\\') {
+        format!("E'{}'", escaped.replace('\\', "\\\\"))
+    } else {
+        format!("'{escaped}'")
+    }
+}

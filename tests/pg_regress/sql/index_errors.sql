@@ -2,7 +2,9 @@
 SET client_min_messages = warning;
 
 CREATE TABLE docs (id int PRIMARY KEY, body text, label text, n int, shared int);
-CREATE TABLE text_keys (id text PRIMARY KEY, body text);
+CREATE TABLE pair_keys (a int, b int, body text, PRIMARY KEY (a, b));
+CREATE COLLATION nd_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE ci_keys (id text COLLATE nd_ci PRIMARY KEY, body text);
 CREATE TABLE no_key (id int, body text);
 CREATE VIEW docs_view AS SELECT * FROM docs;
 
@@ -10,7 +12,8 @@ SELECT try(q) FROM unnest(ARRAY[
   $$SELECT minhash_index_create('no_such_table', 'id', 'body')$$,
   $$SELECT minhash_index_create('docs', 'nope', 'body')$$,
   $$SELECT minhash_index_create('docs', 'id', 'nope')$$,
-  $$SELECT minhash_index_create('text_keys', 'id', 'body')$$,
+  $$SELECT minhash_index_create('pair_keys', 'a', 'body')$$,
+  $$SELECT minhash_index_create('ci_keys', 'id', 'body')$$,
   $$SELECT minhash_index_create('no_key', 'id', 'body')$$,
   $$SELECT minhash_index_create('docs', 'shared', 'body')$$,
   $$SELECT minhash_index_create('docs', 'id', 'n')$$,
@@ -43,6 +46,11 @@ SELECT try(q) FROM unnest(ARRAY[
   $$SELECT * FROM minhash_similar('docs', 'x', threshold => 0)$$,
   $$SELECT * FROM minhash_similar('docs', 'x', threshold => 2)$$,
   $$SELECT * FROM minhash_similar('docs', 'x', max_results => 0)$$,
+  $$SELECT * FROM minhash_similar('docs', 'x', NULL::text)$$,
+  $$SELECT * FROM minhash_similar('docs', 'x', NULL::bigint)$$,
+  $$SELECT * FROM minhash_matches('docs', ARRAY['x'], NULL::numeric)$$,
+  $$SELECT * FROM minhash_matches('docs', ARRAY['x'], max_results => -1)$$,
+  $$SELECT * FROM minhash_matches(NULL, ARRAY['x'])$$,
   $$SELECT * FROM minhash_duplicates('docs', -1)$$,
   $$SELECT * FROM minhash_clusters('docs', 'NaN')$$,
   $$SELECT * FROM minhash_components('{1,2}', '{1}')$$,
@@ -55,7 +63,8 @@ CREATE TABLE docs_minhash_bands (x int);
 SELECT try($$SELECT minhash_index_create('docs', 'id', 'body')$$);
 SELECT count(*) FROM minhash_indexes;
 DROP TABLE docs_minhash_bands, docs CASCADE;
-DROP TABLE text_keys, no_key;
+DROP TABLE pair_keys, ci_keys, no_key;
+DROP COLLATION nd_ci;
 
 -- A cancelled backfill leaves nothing behind.
 CREATE TABLE big (id int PRIMARY KEY, body text);
