@@ -444,20 +444,15 @@ def scale(rows, pgbench_bin, quick):
            None if quick else insert >= 2000)
     record("  the same, simple query protocol", f"{simple:.0f}", "", "", None)
     record("  the same, 8 writers at once", f"{writers:.0f}", "", "", None)
-    log_dir = tempfile.mkdtemp()
-    os.chmod(log_dir, 0o777)
-    pgbench(pgbench_bin, f"\\set n random(1, {rows})\n"
-            "SELECT count(*) FROM minhash_similar('questions', "
-            "(SELECT body FROM questions WHERE id = :n));\n", seconds, log_dir)
-    latencies = []
-    for name in os.listdir(log_dir):
-        with open(os.path.join(log_dir, name)) as f:
-            latencies += [int(line.split()[2]) / 1000 for line in f if line.strip()]
-    p50, p99 = np.percentile(latencies, 50), np.percentile(latencies, 99)
-    say(f"minhash_similar: p50 {p50:.2f} ms, p99 {p99:.2f} ms over {len(latencies)} queries "
+    p50, p99, n = similar_latency(pgbench_bin, seconds, f"\\set n random(1, {rows})\n"
+                                  "SELECT count(*) FROM minhash_similar('questions', "
+                                  "(SELECT body FROM questions WHERE id = :n));\n")
+    say(f"minhash_similar: p50 {p50:.2f} ms, p99 {p99:.2f} ms over {n} queries "
         "(go-sql-lsh, the one published LSH-in-Postgres figure: 35-47 ms at 10,000 rows)")
     record("minhash_similar p50 / p99", f"{p50:.2f} / {p99:.2f} ms", "go-sql-lsh 35-47 ms (published)",
            "<= 1 / 5 ms", None if quick else p50 <= 1 and p99 <= 5)
+    matches(rows, quick)
+    uuid_keys(rows, pgbench_bin, seconds, quick)
     spread = psql("""
         WITH cfg AS (SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'questions'::regclass),
         c AS (SELECT (SELECT count(DISTINCT b.id)
@@ -468,6 +463,53 @@ def scale(rows, pgbench_bin, quick):
                percentile_disc(0.9) WITHIN GROUP (ORDER BY n) || ' / ' ||
                percentile_disc(0.99) WITHIN GROUP (ORDER BY n) FROM c""")
     say(f"candidates (rows sharing a band key) per lookup, p50 / p90 / p99 over every 1000th row: {spread}")
+
+
+def similar_latency(pgbench_bin, seconds, query):
+    """p50 and p99 in ms of `query` (with :n a random row number) run for `seconds`."""
+    log_dir = tempfile.mkdtemp()
+    os.chmod(log_dir, 0o777)
+    pgbench(pgbench_bin, query, seconds, log_dir)
+    latencies = []
+    for name in os.listdir(log_dir):
+        with open(os.path.join(log_dir, name)) as f:
+            latencies += [int(line.split()[2]) / 1000 for line in f if line.strip()]
+    return np.percentile(latencies, 50), np.percentile(latencies, 99), len(latencies)
+
+
+def matches(rows, quick):
+    """Many texts against the index at once (minhash_matches) and one minhash_similar per text
+    through LATERAL, same probes, same run."""
+    probes = 10_000 if quick else 100_000
+    psql(f"CREATE TABLE probes AS SELECT row_number() OVER (ORDER BY n DESC) AS probe, body "
+         f"FROM pending ORDER BY n DESC LIMIT {probes}")
+    t_batch, found = timed("SELECT count(*) FROM minhash_matches('questions', "
+                           "(SELECT array_agg(body ORDER BY probe) FROM probes))")
+    t_lateral, found_lateral = timed("SELECT count(*) FROM probes p, "
+                                     "LATERAL minhash_similar('questions', p.body) s")
+    say(f"{probes:,} probe texts against {rows:,} rows: minhash_matches {t_batch:.1f} s "
+        f"({found} matches), LATERAL minhash_similar {t_lateral:.1f} s ({found_lateral} matches)")
+    record(f"minhash_matches, {probes:,} texts vs {rows:,} rows", f"{t_batch:.1f} s",
+           f"LATERAL minhash_similar: {t_lateral:.1f} s", "<= 30 s",
+           None if quick else t_batch <= 30 and found == found_lateral)
+
+
+def uuid_keys(rows, pgbench_bin, seconds, quick):
+    """The same questions keyed by uuid: index build and lookup latency beside the integer keys."""
+    psql("CREATE TABLE questions_uuid AS SELECT md5(id::text)::uuid AS id, body FROM questions; "
+         "ALTER TABLE questions_uuid ADD PRIMARY KEY (id); VACUUM ANALYZE questions_uuid")
+    t_create, _ = timed("SET client_min_messages = warning; "
+                        "SELECT minhash_index_create('questions_uuid', 'id', 'body')")
+    psql("VACUUM ANALYZE questions_uuid_minhash_bands")
+    p50, p99, n = similar_latency(
+        pgbench_bin, seconds, f"\\set n random(1, {rows})\n"
+        "SELECT count(*) FROM minhash_similar('questions_uuid', "
+        "(SELECT body FROM questions WHERE id = :n), NULL::uuid);\n")
+    say(f"uuid keys: minhash_index_create {t_create:.1f} s, minhash_similar p50 {p50:.2f} ms, "
+        f"p99 {p99:.2f} ms over {n} queries")
+    record(f"uuid keys: minhash_index_create, {rows:,} rows", f"{t_create:.1f} s", "", "printed", None)
+    record("uuid keys: minhash_similar p50 / p99", f"{p50:.2f} / {p99:.2f} ms", "", "printed", None)
+    psql("SELECT minhash_index_drop('questions_uuid'); DROP TABLE questions_uuid")
 
 
 # --- 6. a crowded bucket: distinct near-identical texts ---------------------------------------

@@ -8,7 +8,7 @@ use pgrx::PgSqlErrorCode;
 use crate::core::bands::band_keys;
 use crate::core::components::try_components;
 use crate::core::dedup::{Corpus, Search};
-use crate::core::params::{check_k, Banding, Shingling};
+use crate::core::params::{candidate_probability, check_k, Banding, Shingling};
 use crate::core::signature::EMPTY_SLOT;
 use crate::core::sketch::{band_sketch, BandSketch};
 use crate::pg::error::{raise, OrRaise};
@@ -86,6 +86,37 @@ fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f
 /// A threshold argument, NULL meaning `fallback` (the index's own).
 fn checked_threshold(threshold: Option<f64>, fallback: f64) -> f64 {
     threshold.map_or(fallback, check_threshold)
+}
+
+/// Reports in a NOTICE that a query's `threshold` is below its index's own, and how often a
+/// pair of exactly that similarity shares a band key with these bands (`lsh_probability`): the
+/// index was sized for its own threshold, and below it recall falls.
+fn notice_low_threshold(threshold: f64, cfg_threshold: f64, banding: Banding) {
+    if threshold >= cfg_threshold {
+        return;
+    }
+    let recall = candidate_probability(threshold, banding.bands, banding.rows);
+    let message = format!(
+        "threshold {} is below the index's {}: a pair of similarity {} is found with \
+         probability {:.3} (lsh_probability({}, {}, {}))",
+        float8_text(threshold),
+        float8_text(cfg_threshold),
+        float8_text(threshold),
+        recall,
+        float8_text(threshold),
+        banding.bands,
+        banding.rows
+    );
+    pgrx::pg_sys::panic::ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+        message,
+        "pg_minhash",
+    )
+    .set_hint(
+        "Pairs above the index's threshold are found as before. For full recall at the lower \
+             threshold, create the index with that threshold.",
+    )
+    .report(pgrx::PgLogLevel::NOTICE);
 }
 
 /// A threshold must lie in (0, 1] (22023).

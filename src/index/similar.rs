@@ -24,7 +24,7 @@ use super::catalog::{with_prepared, IndexConfig};
 use super::key::{Id, KeyType};
 use super::owner::{as_owner, relation_owner};
 use super::scan::{BandIndex, RowIndex};
-use super::{band_entry, checked_threshold};
+use super::{band_entry, checked_threshold, notice_low_threshold};
 
 impl IndexConfig {
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
@@ -195,13 +195,17 @@ impl Lookup {
         }
     }
 
-    /// The index's settings, after checking that the caller may read what a lookup reads.
+    /// The index's settings, after checking that the caller may read what a lookup reads;
+    /// a NOTICE if the threshold is below the index's (see `notice_low_threshold`).
     fn config(&self) -> Rc<IndexConfig> {
-        Spi::connect(|client| {
+        let cfg = Spi::connect(|client| {
             let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
             cfg.check_readable();
             cfg
-        })
+        });
+        let threshold = checked_threshold(self.threshold, cfg.threshold);
+        notice_low_threshold(threshold, cfg.threshold, cfg.banding);
+        cfg
     }
 
     /// The rows similar to `doc` (see [`IndexConfig::similar`]), at most `max_results`.

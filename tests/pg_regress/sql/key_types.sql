@@ -148,6 +148,13 @@ SELECT probe, count(*) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM p
 GROUP BY probe ORDER BY probe;
 SELECT probe, id, pg_typeof(id) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM probes WHERE n = 1)],
                                                    NULL::bigint, max_results => 1);
+-- a threshold below the index's: a NOTICE with the probability a pair at it is found; none
+-- at or above it
+SET client_min_messages = notice;
+SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n = 1), threshold => 0.5);
+SELECT count(*) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM probes WHERE n = 1)], threshold => 0.45);
+SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n = 1), threshold => 0.6);
+SET client_min_messages = warning;
 SELECT count(*) FROM minhash_matches('catalog', '{}');
 SELECT count(*) FROM minhash_matches('catalog', NULL);
 SELECT minhash_index_drop('catalog');
