@@ -262,6 +262,12 @@ BEGIN
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Index the table through a key with a deterministic collation.';
     END IF;
+    -- (band rows are written and deleted through arrays of ids)
+    IF NOT EXISTS (SELECT FROM pg_type t WHERE t.oid = id_type AND t.typarray <> 0) THEN
+        RAISE EXCEPTION 'id column "%" of table % is of type %, which has no array type', id_column, tbl, id_type
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index the table through a key of a scalar type.';
+    END IF;
     IF id_collation <> 0 AND id_collation <> 'pg_catalog.default'::regcollation THEN
         band_id_type := band_id_type || ' COLLATE ' || id_collation::regcollation::text;
     END IF;
