@@ -159,3 +159,25 @@ SELECT count(*) FROM minhash_matches('catalog', '{}');
 SELECT count(*) FROM minhash_matches('catalog', NULL);
 SELECT minhash_index_drop('catalog');
 DROP TABLE catalog;
+
+-- Row-level security and privileges hold for typed lookups and minhash_matches: a role sees
+-- only rows its policy shows, and one without SELECT gets 42501.
+CREATE ROLE key_types_reader;
+CREATE ROLE key_types_stranger;
+CREATE TABLE secrets (id uuid PRIMARY KEY, owner name, body text);
+INSERT INTO secrets VALUES
+  ('00000000-0000-4000-8000-000000000001', 'key_types_reader', 'the quarterly numbers look very good this year'),
+  ('00000000-0000-4000-8000-000000000002', 'someone_else', 'the quarterly numbers look very good this year!');
+SELECT minhash_index_create('secrets', 'id', 'body');
+ALTER TABLE secrets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON secrets FOR SELECT USING (owner = current_user);
+GRANT SELECT ON secrets TO key_types_reader;
+SET ROLE key_types_reader;
+SELECT * FROM minhash_similar('secrets', 'the quarterly numbers look very good this year', NULL::uuid);
+SELECT * FROM minhash_matches('secrets', ARRAY['the quarterly numbers look very good this year'], NULL::uuid);
+RESET ROLE;
+SET ROLE key_types_stranger;
+SELECT try($$SELECT * FROM minhash_matches('secrets', ARRAY['the quarterly numbers'], NULL::uuid)$$);
+RESET ROLE;
+DROP TABLE secrets;
+DROP ROLE key_types_reader, key_types_stranger;
