@@ -197,32 +197,32 @@ impl Lookup {
 
     /// The index's settings, after checking that the caller may read what a lookup reads;
     /// a NOTICE if the threshold is below the index's (see `notice_low_threshold`).
-    fn config(&self) -> Rc<IndexConfig> {
-        let cfg = Spi::connect(|client| {
-            let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
-            cfg.check_readable();
-            cfg
-        });
+    fn config(&self, client: &SpiClient<'_>) -> Rc<IndexConfig> {
+        let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
+        cfg.check_readable();
         let threshold = checked_threshold(self.threshold, cfg.threshold);
         notice_low_threshold(threshold, cfg.threshold, cfg.banding);
         cfg
     }
 
-    /// The rows similar to `doc` (see [`IndexConfig::similar`]), at most `max_results`.
-    fn similar(&self, doc: Option<&str>) -> Vec<(Id, f64)> {
+    /// The rows similar to `doc` (see [`IndexConfig::similar`]), at most `max_results`. The
+    /// statement's locks keep `cfg` current.
+    fn similar(
+        &self,
+        client: &SpiClient<'_>,
+        cfg: &IndexConfig,
+        doc: Option<&str>,
+    ) -> Vec<(Id, f64)> {
         pg_sys::check_for_interrupts!();
         let Some(doc) = doc else {
             return Vec::new();
         };
-        Spi::connect(|client| {
-            let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
-            let threshold = checked_threshold(self.threshold, cfg.threshold);
-            let mut found = cfg.similar(client, doc, threshold, None);
-            if let Some(max) = self.max_results {
-                found.truncate(max as usize);
-            }
-            found
-        })
+        let threshold = checked_threshold(self.threshold, cfg.threshold);
+        let mut found = cfg.similar(client, doc, threshold, None);
+        if let Some(max) = self.max_results {
+            found.truncate(max as usize);
+        }
+        found
     }
 }
 
@@ -306,8 +306,11 @@ fn minhash_similar(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
     let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
-    integer_ids(&lookup.config(), "minhash_similar", "doc, ");
-    let found = lookup.similar(doc);
+    let found = Spi::connect(|client| {
+        let cfg = lookup.config(client);
+        integer_ids(&cfg, "minhash_similar", "doc, ");
+        lookup.similar(client, &cfg, doc)
+    });
     TableIterator::new(found.into_iter().map(|(id, s)| (integer(id), s)))
 }
 
@@ -324,9 +327,14 @@ fn minhash_similar_typed(
 ) -> TableIterator<'static, (name!(id, AnyElement), name!(similarity, f64))> {
     let _ = id_type;
     let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
-    let cfg = lookup.config();
-    let id_type = id_type_argument(&cfg, fcinfo, 2);
-    let found = lookup.similar(doc);
+    let (cfg, found) = Spi::connect(|client| {
+        let cfg = lookup.config(client);
+        id_type_argument(&cfg, fcinfo, 2);
+        let found = lookup.similar(client, &cfg, doc);
+        (cfg, found)
+    });
+    let id_type = cfg.id_type;
+    // (the ids are made here, in the memory of the whole call, not in SPI's)
     TableIterator::new(
         found
             .into_iter()
@@ -346,9 +354,10 @@ fn minhash_matches(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(probe, i32), name!(id, i64), name!(similarity, f64))> {
     let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
-    integer_ids(&lookup.config(), "minhash_matches", "docs, ");
+    let cfg = Spi::connect(|client| lookup.config(client));
+    integer_ids(&cfg, "minhash_matches", "docs, ");
     let docs = owned_texts(docs);
-    TableIterator::new(matches(lookup, docs).map(|(probe, id, s)| (probe, integer(id), s)))
+    TableIterator::new(matches(lookup, cfg, docs).map(|(probe, id, s)| (probe, integer(id), s)))
 }
 
 /// [`minhash_matches`] with ids in the id column's own type, which `id_type` names.
@@ -370,11 +379,13 @@ fn minhash_matches_typed(
 > {
     let _ = id_type;
     let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
-    let cfg = lookup.config();
+    let cfg = Spi::connect(|client| lookup.config(client));
     let id_type = id_type_argument(&cfg, fcinfo, 2);
     let docs = owned_texts(docs);
+    let key = Rc::clone(&cfg);
     TableIterator::new(
-        matches(lookup, docs).map(move |(probe, id, s)| (probe, typed_id(&cfg, &id, id_type), s)),
+        matches(lookup, cfg, docs)
+            .map(move |(probe, id, s)| (probe, typed_id(&key, &id, id_type), s)),
     )
 }
 
@@ -392,10 +403,13 @@ fn owned_texts(docs: Option<Array<'_, &str>>) -> Vec<Option<String>> {
 }
 
 /// The matches of each text of `docs` in turn, looked up as they are read.
-fn matches(lookup: Lookup, docs: Vec<Option<String>>) -> impl Iterator<Item = (i32, Id, f64)> {
+fn matches(
+    lookup: Lookup,
+    cfg: Rc<IndexConfig>,
+    docs: Vec<Option<String>>,
+) -> impl Iterator<Item = (i32, Id, f64)> {
     docs.into_iter().zip(1..).flat_map(move |(doc, probe)| {
-        lookup
-            .similar(doc.as_deref())
+        Spi::connect(|client| lookup.similar(client, &cfg, doc.as_deref()))
             .into_iter()
             .map(move |(id, s)| (probe, id, s))
     })
