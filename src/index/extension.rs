@@ -59,10 +59,18 @@ impl Extension {
                 None,
             )
         };
-        let schema = Spi::get_one_with_args::<pg_sys::Oid>(
-            "SELECT extnamespace FROM pg_catalog.pg_extension WHERE oid OPERATOR(pg_catalog.=) $1",
-            &[oid.into()],
-        )
+        // (a read-only query: lookups run in parallel workers, which may not take an xid)
+        let schema = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT extnamespace FROM pg_catalog.pg_extension \
+                     WHERE oid OPERATOR(pg_catalog.=) $1",
+                    Some(1),
+                    &[oid.into()],
+                )?
+                .first()
+                .get_one::<pg_sys::Oid>()
+        })
         .ok()
         .flatten()
         .unwrap_or_else(|| {

@@ -155,6 +155,22 @@ SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n
 SELECT count(*) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM probes WHERE n = 1)], threshold => 0.45);
 SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n = 1), threshold => 0.6);
 SET client_min_messages = warning;
+-- Lookups run in parallel workers (a LATERAL lookup per row of a parallel scan): they take no
+-- transaction id there.
+CREATE TABLE probe_rows AS SELECT * FROM probes;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT count(*) = (SELECT count(*) FROM found) AS same_matches
+FROM probe_rows p, LATERAL minhash_similar('catalog', p.body) s;
+SELECT count(*) = (SELECT count(*) FROM found) AS same_matches
+FROM probe_rows p, LATERAL minhash_matches('catalog', ARRAY[p.body]) s;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE probe_rows;
 SELECT count(*) FROM minhash_matches('catalog', '{}');
 SELECT count(*) FROM minhash_matches('catalog', NULL);
 SELECT minhash_index_drop('catalog');
