@@ -134,7 +134,13 @@ impl Ids {
         let order =
             |x: &u32, y: &u32| compare_ids(compare, datums[*x as usize], datums[*y as usize]);
         sort_by(&mut sorted, order, check_interrupts).or_raise();
-        if let Some(pair) = sorted.windows(2).find(|w| order(&w[0], &w[1]).is_eq()) {
+        let equal = sorted.windows(2).enumerate().find(|(i, w)| {
+            if i % 65_536 == 0 {
+                check_interrupts();
+            }
+            order(&w[0], &w[1]).is_eq()
+        });
+        if let Some((_, pair)) = equal {
             raise(
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!(
