@@ -359,10 +359,11 @@ impl Corpus {
     ///
     /// Copies of a text go together: the first row of a text is reached before its copies, and
     /// a text joins a group with all its rows. So the walk is over distinct texts in the order
-    /// of their first rows, which is text order. A kept text looks at the rest of its buckets,
-    /// through an index of the buckets built band by band (two `u32` per text and band, in
-    /// place of the band keys, which are freed); a text in a group is passed over at the cost
-    /// of one look-up, and a pair sharing an earlier band was looked at there already.
+    /// of their first rows, which is text order. A kept text looks at the ungrouped texts of
+    /// its buckets through an index of the buckets (two `u32` per text and band, in place of
+    /// the band keys, which are freed), and drops from each bucket the texts found in a group,
+    /// so a crowded bucket of near-duplicates is read about once per group formed in it. A
+    /// pair sharing an earlier band was looked at there already.
     pub fn representatives(
         mut self,
         check_interrupts: &mut dyn FnMut(),
@@ -374,7 +375,7 @@ impl Corpus {
             ..
         } = self.search;
         let (n, bands) = (self.distinct_texts(), banding.bands);
-        let buckets = BucketIndex::try_new(&self, check_interrupts)?;
+        let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
         self.keys = Vec::new();
         let mut sets = SetCache::try_new(n)?;
         let mut kept_by = filled(n, NONE, CORPUS)?;
@@ -386,18 +387,27 @@ impl Corpus {
             }
             kept_by[t] = t as u32;
             for band in 0..bands {
-                for &u in buckets.bucket(t, band) {
-                    let u = u as usize;
+                let bucket = buckets.bucket(t, band);
+                // the texts still ungrouped after this one move to the front of the bucket
+                let mut live = bucket.start;
+                for i in bucket.clone() {
+                    let u = buckets.texts[i] as usize;
                     countdown.tick(check_interrupts);
-                    if kept_by[u] != NONE
-                        || buckets.share_earlier_band(t, u, band)
-                        || !self.sketches_agree(t, u)
-                    {
+                    if kept_by[u] != NONE {
                         continue;
                     }
-                    if sets.jaccard(&self, t, u, shingling, check_interrupts)? >= threshold {
+                    let joins = !buckets.share_earlier_band(t, u, band)
+                        && self.sketches_agree(t, u)
+                        && sets.jaccard(&self, t, u, shingling, check_interrupts)? >= threshold;
+                    if joins {
                         kept_by[u] = t as u32;
+                    } else {
+                        buckets.texts[live] = u as u32;
+                        live += 1;
                     }
+                }
+                if live < bucket.end {
+                    buckets.texts[live] = NONE;
                 }
             }
         }
@@ -741,6 +751,7 @@ impl Groups {
 /// The buckets of every band, for looking up the bucket of one text: band `b` lists the texts
 /// by `(key, text)` in `texts[b * n..(b + 1) * n]`, and text `t`'s bucket in band `b` starts at
 /// `start[t * bands + b]` there. Two texts share a band exactly where their starts are equal.
+/// [`Corpus::representatives`] drops texts from their buckets as they join groups.
 struct BucketIndex {
     n: usize,
     bands: usize,
@@ -781,15 +792,18 @@ impl BucketIndex {
         Ok(index)
     }
 
-    /// The texts sharing text `t`'s key of `band`, `t` among them, in text order.
-    fn bucket(&self, t: usize, band: usize) -> &[u32] {
+    /// Where in `texts` the texts sharing text `t`'s key of `band` are that were not in a group
+    /// when the bucket was last looked at. A kept text moves the texts that stay ungrouped to
+    /// the front of each of its buckets and ends the bucket after them with [`NONE`]; a text in
+    /// a group never looks its buckets up again.
+    fn bucket(&self, t: usize, band: usize) -> std::ops::Range<usize> {
         let start = self.start[t * self.bands + band];
-        let texts = &self.texts[band * self.n..(band + 1) * self.n];
-        let len = texts[start as usize..]
+        let first = band * self.n + start as usize;
+        let len = self.texts[first..(band + 1) * self.n]
             .iter()
-            .position(|&u| self.start[u as usize * self.bands + band] != start)
-            .unwrap_or(texts.len() - start as usize);
-        &texts[start as usize..start as usize + len]
+            .position(|&u| u == NONE || self.start[u as usize * self.bands + band] != start)
+            .unwrap_or((band + 1) * self.n - first);
+        first..first + len
     }
 
     /// Whether texts `x` and `y` share a key of a band before `band`.
