@@ -19,7 +19,6 @@ ALTER FUNCTION @extschema@._minhash_band_values(text, int, int, text, int, int) 
 ALTER FUNCTION @extschema@._minhash_direct_reads(regclass) SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_link_band_table(regclass, regclass) SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_lookup_sql(regclass) SET SCHEMA minhash_internal;
-ALTER FUNCTION @extschema@._minhash_search_clusters(text, int, int, text, int, int, float8) SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_search_pairs(text, int, int, text, int, int, float8) SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_threshold(float8, float8) SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_band_load() SET SCHEMA minhash_internal;
@@ -34,6 +33,52 @@ ALTER FUNCTION @extschema@._minhash_backfill(regclass) SET SCHEMA minhash_intern
 ALTER FUNCTION @extschema@._minhash_drop_objects(@extschema@.minhash_indexes) SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_ddl() SET SCHEMA minhash_internal;
 ALTER FUNCTION @extschema@._minhash_rows_sql(@extschema@.minhash_indexes) SET SCHEMA minhash_internal;
+
+-- Functions 0.2.0 replaces by others with more arguments (minhash_clusters' mode and priority,
+-- typed ids) and the library functions it adds.
+DROP FUNCTION @extschema@.minhash_clusters(regclass, float8);
+DROP FUNCTION @extschema@._minhash_search_clusters(text, int, int, text, int, int, float8);
+DROP FUNCTION minhash_internal._minhash_rows_sql(@extschema@.minhash_indexes);
+
+CREATE FUNCTION minhash_internal._minhash_search_clusters(
+    rows_query text, k int, ngram int, unit text, bands int, rows_per_band int,
+    threshold float8, mode text)
+RETURNS TABLE (id bigint, cluster_id bigint)
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_search_clusters_wrapper';
+
+CREATE FUNCTION minhash_internal._minhash_search_keyed_pairs(
+    id_type anyelement, rows_query text, k int, ngram int, unit text, bands int,
+    rows_per_band int, threshold float8)
+RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
+STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_search_keyed_pairs_wrapper';
+
+CREATE FUNCTION minhash_internal._minhash_search_keyed_clusters(
+    id_type anyelement, rows_query text, k int, ngram int, unit text, bands int,
+    rows_per_band int, threshold float8, mode text)
+RETURNS TABLE (id anyelement, cluster_id anyelement)
+STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_search_keyed_clusters_wrapper';
+
+CREATE FUNCTION minhash_internal._minhash_cluster_mode(mode text, priority text)
+RETURNS bool
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_cluster_mode_wrapper';
+
+CREATE FUNCTION @extschema@.minhash_duplicates(
+    ids anyarray, texts text[], threshold float8 DEFAULT 0.8, k int DEFAULT 128,
+    ngram int DEFAULT 5, unit text DEFAULT 'char')
+RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'minhash_duplicates_of_arrays_wrapper';
+
+CREATE FUNCTION @extschema@.minhash_clusters(
+    ids anyarray, texts text[], threshold float8 DEFAULT 0.8, k int DEFAULT 128,
+    ngram int DEFAULT 5, unit text DEFAULT 'char', mode text DEFAULT 'connected')
+RETURNS TABLE (id anyelement, cluster_id anyelement)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'minhash_clusters_of_arrays_wrapper';
 
 -- The SQL-language functions, as 0.2.0 defines them (they call the moved functions by their
 -- new schema; builds report progress only once they take seconds).
@@ -566,14 +611,51 @@ BEGIN
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
-CREATE OR REPLACE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes)
+CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
+    typed boolean, ordered boolean, priority text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('SELECT d.%1$I::bigint, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
-                  cfg.id_column, cfg.text_column, cfg.tbl)
+    SELECT format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
+                  cfg.id_column, cfg.text_column, cfg.tbl,
+                  CASE WHEN typed THEN '' ELSE '::bigint' END)
+        -- (a line break ends a comment the priority may end with)
+        || CASE WHEN ordered THEN format(E' ORDER BY %s d.%I', priority || E'\n,', cfg.id_column)
+                ELSE '' END
 $$;
+
+-- Checks the type of tbl's id column for the function `fn`: the bigint forms (id_type NULL)
+-- take smallint, integer and bigint keys, a typed form (id_type the type of its witness) the
+-- key's own type (42804 otherwise, with a hint naming the call that fits). A witness of a
+-- numeric type is passed by name: in second place it would be taken for the threshold (the
+-- bigint form's float8 wins the overload resolution).
+CREATE FUNCTION minhash_internal._minhash_check_id_type(cfg @extschema@.minhash_indexes,
+    id_type regtype, fn text)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key_type regtype;
+    typed_call text;
+BEGIN
+    SELECT a.atttypid INTO key_type FROM pg_attribute a
+    WHERE a.attrelid = cfg.tbl AND a.attname = cfg.id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    SELECT format('%s(%L, %sNULL::%s)', fn, cfg.tbl::text,
+                  CASE WHEN t.typcategory = 'N' THEN 'id_type => ' ELSE '' END, key_type)
+    INTO typed_call FROM pg_type t WHERE t.oid = key_type;
+    IF id_type IS NULL AND key_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
+        RAISE EXCEPTION 'id column "%" of table % is of type %, not smallint, integer or bigint',
+            cfg.id_column, cfg.tbl, key_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = format('Call %s for ids of type %s.', typed_call, key_type);
+    ELSIF id_type IS NOT NULL AND id_type <> key_type THEN
+        RAISE EXCEPTION 'id_type is %, but id column "%" of table % is of type %',
+            id_type, cfg.id_column, cfg.tbl, key_type
+            USING ERRCODE = 'datatype_mismatch', HINT = format('Call %s.', typed_call);
+    END IF;
+END $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
 RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
@@ -583,24 +665,65 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
 BEGIN
-    threshold := minhash_internal._minhash_threshold(threshold, cfg.threshold);
+    PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_duplicates');
+    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
+                                                           cfg.rows_per_band);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_pairs(
-        minhash_internal._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
-        cfg.rows_per_band, threshold);
+        minhash_internal._minhash_rows_sql(cfg, false, false, NULL), cfg.k, cfg.ngram, cfg.unit,
+        cfg.bands, cfg.rows_per_band, threshold);
 END $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL)
-RETURNS TABLE (id bigint, cluster_id bigint)
+CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
+    threshold float8 DEFAULT NULL)
+RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
 BEGIN
-    threshold := minhash_internal._minhash_threshold(threshold, cfg.threshold);
+    PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_duplicates');
+    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
+                                                           cfg.rows_per_band);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_pairs(id_type,
+        minhash_internal._minhash_rows_sql(cfg, true, false, NULL), cfg.k, cfg.ngram, cfg.unit,
+        cfg.bands, cfg.rows_per_band, threshold);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
+    mode text DEFAULT 'connected', priority text DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
+BEGIN
+    PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_clusters');
+    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
+                                                           cfg.rows_per_band);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
-        minhash_internal._minhash_rows_sql(cfg), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
-        cfg.rows_per_band, threshold);
+        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority), cfg.k, cfg.ngram,
+        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
+    threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL)
+RETURNS TABLE (id anyelement, cluster_id anyelement)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
+BEGIN
+    PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_clusters');
+    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
+                                                           cfg.rows_per_band);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
+        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
+        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
 END $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
@@ -636,7 +759,17 @@ BEGIN
 END $$;
 
 
--- What \df+ and \dd show for each function users call (all overloads of a name).
+-- A query threshold, with a NOTICE below the index's.
+CREATE FUNCTION minhash_internal._minhash_query_threshold(
+	threshold double precision,
+	index_threshold double precision,
+	bands INT,
+	rows_per_band INT
+) RETURNS double precision
+IMMUTABLE PARALLEL SAFE 
+LANGUAGE c
+AS 'MODULE_PATHNAME', '_minhash_query_threshold_wrapper';
+
 -- Lookups returning ids in their own type, and many texts at once.
 CREATE FUNCTION @extschema@.minhash_similar(
 	tbl regclass,
@@ -681,6 +814,8 @@ STABLE PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'minhash_matches_typed_wrapper';
 
+-- What \df+ and \dd show for each function users call (all overloads of a name, or those whose
+-- first argument is of the type given).
 DO $$
 DECLARE
     f record;
@@ -688,28 +823,31 @@ BEGIN
     FOR f IN
         SELECT p.oid::pg_catalog.regprocedure AS fn, c.description
         FROM (VALUES
-            ('minhash', 'MinHash signature of a text: k 32-bit slots over its n-gram shingles (format 1)'),
-            ('lsh_bands', 'LSH band keys of a signature: one int8 key per band of r slots'),
-            ('jaccard', 'exact Jaccard similarity of the shingle sets of two texts'),
-            ('shingles', 'the distinct shingles of a text, exactly what minhash() hashes'),
-            ('minhash_similarity', 'estimated Jaccard similarity of two signatures: the share of equal slots'),
-            ('lsh_probability', 'probability that a pair of this similarity shares a band: 1 - (1 - s^r)^b'),
-            ('lsh_params', 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
-            ('minhash_components', 'connected components of a graph given as (id_a, id_b) edge arrays'),
-            ('minhash_format_version', 'the signature format version this build computes'),
-            ('minhash_index_create', 'create a managed MinHash index on a table''s text column and fill it'),
-            ('minhash_index_drop', 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
-            ('minhash_index_rebuild', 'rebuild a table''s managed MinHash index from its rows'),
-            ('minhash_index_check', 'count the band rows a table''s managed index misses and holds in excess of its rows'),
-            ('minhash_index_stats', 'rows, keys and bucket sizes of a table''s managed MinHash index'),
-            ('minhash_similar', 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
-            ('minhash_matches', 'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard'),
-            ('minhash_duplicates', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
-            ('minhash_clusters', 'the clusters of near-duplicate rows of an indexed table, named by their smallest id'),
-            ('minhash_flag_duplicate', 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
-        ) c(name, description)
+            ('minhash', NULL, 'MinHash signature of a text: k 32-bit slots over its n-gram shingles (format 1)'),
+            ('lsh_bands', NULL, 'LSH band keys of a signature: one int8 key per band of r slots'),
+            ('jaccard', NULL, 'exact Jaccard similarity of the shingle sets of two texts'),
+            ('shingles', NULL, 'the distinct shingles of a text, exactly what minhash() hashes'),
+            ('minhash_similarity', NULL, 'estimated Jaccard similarity of two signatures: the share of equal slots'),
+            ('lsh_probability', NULL, 'probability that a pair of this similarity shares a band: 1 - (1 - s^r)^b'),
+            ('lsh_params', NULL, 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
+            ('minhash_components', NULL, 'connected components of a graph given as (id_a, id_b) edge arrays'),
+            ('minhash_format_version', NULL, 'the signature format version this build computes'),
+            ('minhash_index_create', NULL, 'create a managed MinHash index on a table''s text column and fill it'),
+            ('minhash_index_drop', NULL, 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
+            ('minhash_index_rebuild', NULL, 'rebuild a table''s managed MinHash index from its rows'),
+            ('minhash_index_check', NULL, 'count the band rows a table''s managed index misses and holds in excess of its rows'),
+            ('minhash_index_stats', NULL, 'rows, keys and bucket sizes of a table''s managed MinHash index'),
+            ('minhash_similar', NULL, 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
+            ('minhash_matches', NULL, 'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard'),
+            ('minhash_duplicates', 'regclass', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
+            ('minhash_duplicates', 'anyarray', 'every pair of near-duplicate texts of an array, by the ids of a parallel array, with exact Jaccard'),
+            ('minhash_clusters', 'regclass', 'the clusters of near-duplicate rows of an indexed table: connected (named by their smallest id) or around a kept row'),
+            ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
+            ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
+        ) c(name, first_arg, description)
         JOIN pg_catalog.pg_proc p ON p.proname = c.name
          AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
+         AND (c.first_arg IS NULL OR p.proargtypes[0] = c.first_arg::pg_catalog.regtype)
     LOOP
         EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
     END LOOP;

@@ -1,5 +1,6 @@
 //! Whole-table near-duplicate search in memory: every pair of rows that shares a band key and
-//! whose exact Jaccard similarity reaches the threshold, and the clusters those pairs form.
+//! whose exact Jaccard similarity reaches the threshold, the clusters those pairs form, and
+//! keep-one groups around representative rows ([`Corpus::representatives`]).
 //!
 //! This is what `minhash_duplicates` and `minhash_clusters` run. It gives the same pairs as
 //! joining the band table with itself and verifying every candidate, but faster:
@@ -24,7 +25,7 @@ use super::bands::band_keys;
 use super::capacity::{filled, push, reserve, reserve_map, reserve_str, CapacityError};
 use super::components::UnionFind;
 use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
-use super::params::{Banding, Shingling};
+use super::params::{Banding, ClusterMode, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
 use super::sketch::{binomial_lower_quantile, SEARCH_SKETCH_MISS_PROBABILITY};
 use super::sort::sort_by;
@@ -237,13 +238,17 @@ impl Corpus {
     /// signatures agree on enough low bytes (see [`min_sketch_matches`]).
     #[inline]
     fn new_candidate(&self, x: usize, y: usize, band: usize) -> bool {
-        let (k, bands) = (self.search.k, self.search.banding.bands);
+        let bands = self.search.banding.bands;
         let (kx, ky) = (&self.keys[x * bands..], &self.keys[y * bands..]);
-        if (0..band).any(|i| kx[i] == ky[i]) {
-            return false;
-        }
-        let (sx, sy) = (&self.sketch[x * k..][..k], &self.sketch[y * k..][..k]);
-        equal_bytes(sx, sy) >= self.min_matches
+        !(0..band).any(|i| kx[i] == ky[i]) && self.sketches_agree(x, y)
+    }
+
+    /// Whether the signatures of texts `x` and `y` agree on enough low bytes to be verified
+    /// (see [`min_sketch_matches`]).
+    #[inline]
+    fn sketches_agree(&self, x: usize, y: usize) -> bool {
+        let k = self.search.k;
+        equal_bytes(&self.sketch[x * k..][..k], &self.sketch[y * k..][..k]) >= self.min_matches
     }
 
     /// Joins in `clusters` the texts of every verified pair, up to connectivity: the clusters
@@ -325,6 +330,119 @@ impl Corpus {
             Ok(())
         })?;
         Ok(verified)
+    }
+
+    /// Gives every row the id `new_id(id)`. The search's order stays the order rows were added
+    /// in; pairs and clusters come out in the order of the new ids.
+    pub fn rename(&mut self, mut new_id: impl FnMut(i64) -> i64) {
+        self.first_row.iter_mut().for_each(|id| *id = new_id(*id));
+        self.copies.iter_mut().for_each(|(_, id)| *id = new_id(*id));
+    }
+
+    /// The clusters of `mode`: [`Corpus::clusters`] or [`Corpus::representatives`].
+    pub fn clusters_in(
+        self,
+        mode: ClusterMode,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<Vec<(i64, i64)>, CapacityError> {
+        match mode {
+            ClusterMode::Connected => self.clusters(check_interrupts),
+            ClusterMode::Representative => self.representatives(check_interrupts),
+        }
+    }
+
+    /// Keep-one groups in the order the rows were added: each row not yet in a group is kept,
+    /// and every row not yet in a group whose verified similarity to it reaches the threshold
+    /// (among the rows sharing a band key with it) joins its group. Every row of a group of two
+    /// or more, as `(id, id of the kept row)`, ordered by `(kept id, id)`. Unlike connected
+    /// components, every member is at the threshold or above to its group's kept row.
+    ///
+    /// Copies of a text go together: the first row of a text is reached before its copies, and
+    /// a text joins a group with all its rows. So the walk is over distinct texts in the order
+    /// of their first rows, which is text order. A kept text looks at the ungrouped texts of
+    /// its buckets through an index of the buckets (two `u32` per text and band, in place of
+    /// the band keys, which are freed), and drops from each bucket the texts found in a group,
+    /// so a crowded bucket of near-duplicates is read about once per group formed in it. A
+    /// pair sharing an earlier band was looked at there already.
+    pub fn representatives(
+        mut self,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<Vec<(i64, i64)>, CapacityError> {
+        let Search {
+            shingling,
+            threshold,
+            banding,
+            ..
+        } = self.search;
+        let (n, bands) = (self.distinct_texts(), banding.bands);
+        let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
+        self.keys = Vec::new();
+        let mut sets = SetCache::try_new(n)?;
+        let mut kept_by = filled(n, NONE, CORPUS)?;
+        let mut countdown = Countdown::new();
+        for t in 0..n {
+            countdown.tick(check_interrupts);
+            if kept_by[t] != NONE {
+                continue;
+            }
+            kept_by[t] = t as u32;
+            for band in 0..bands {
+                let bucket = buckets.bucket(t, band);
+                // the texts still ungrouped after this one move to the front of the bucket
+                let mut live = bucket.start;
+                for i in bucket.clone() {
+                    let u = buckets.texts[i] as usize;
+                    countdown.tick(check_interrupts);
+                    if kept_by[u] != NONE {
+                        continue;
+                    }
+                    let joins = !buckets.share_earlier_band(t, u, band)
+                        && self.sketches_agree(t, u)
+                        && sets.jaccard(&self, t, u, shingling, check_interrupts)? >= threshold;
+                    if joins {
+                        kept_by[u] = t as u32;
+                    } else {
+                        buckets.texts[live] = u as u32;
+                        live += 1;
+                    }
+                }
+                if live < bucket.end {
+                    buckets.texts[live] = NONE;
+                }
+            }
+        }
+        drop((buckets, sets));
+        // rows per group, then every row of a group of two or more
+        let mut size = filled(n, 0usize, CORPUS)?;
+        for t in 0..n {
+            size[kept_by[t] as usize] += 1;
+        }
+        for &(t, _) in &self.copies {
+            size[kept_by[t as usize] as usize] += 1;
+        }
+        let group = |t: usize| kept_by[t] as usize;
+        let mut out = Vec::new();
+        for t in 0..n {
+            if size[group(t)] >= 2 {
+                push(
+                    &mut out,
+                    (self.first_row[t], self.first_row[group(t)]),
+                    CORPUS,
+                )?;
+            }
+        }
+        for &(t, id) in &self.copies {
+            let t = t as usize;
+            if size[group(t)] >= 2 {
+                push(&mut out, (id, self.first_row[group(t)]), CORPUS)?;
+            }
+        }
+        sort_by(
+            &mut out,
+            |x, y| (x.1, x.0).cmp(&(y.1, y.0)),
+            check_interrupts,
+        )?;
+        Ok(out)
     }
 
     /// Every row as `(id, text)` in id order, and the rows of each distinct text in id order as
@@ -627,6 +745,71 @@ impl Groups {
             *at += 1;
         }
         Ok(true)
+    }
+}
+
+/// The buckets of every band, for looking up the bucket of one text: band `b` lists the texts
+/// by `(key, text)` in `texts[b * n..(b + 1) * n]`, and text `t`'s bucket in band `b` starts at
+/// `start[t * bands + b]` there. Two texts share a band exactly where their starts are equal.
+/// [`Corpus::representatives`] drops texts from their buckets as they join groups.
+struct BucketIndex {
+    n: usize,
+    bands: usize,
+    texts: Vec<u32>,
+    start: Vec<u32>,
+}
+
+impl BucketIndex {
+    fn try_new(
+        corpus: &Corpus,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<BucketIndex, CapacityError> {
+        let (n, bands) = (corpus.distinct_texts(), corpus.search.banding.bands);
+        let mut index = BucketIndex {
+            n,
+            bands,
+            texts: filled(n * bands, 0u32, CORPUS)?,
+            start: filled(n * bands, 0u32, CORPUS)?,
+        };
+        let mut order: Vec<(u64, u32)> = Vec::new();
+        reserve(&mut order, n, CORPUS)?;
+        let mut countdown = Countdown::new();
+        for band in 0..bands {
+            order.clear();
+            order.extend((0..n).map(|t| (corpus.keys[t * bands + band], t as u32)));
+            sort_by(&mut order, Ord::cmp, check_interrupts)?;
+            let texts = &mut index.texts[band * n..(band + 1) * n];
+            let mut start = 0;
+            for (i, &(key, t)) in order.iter().enumerate() {
+                countdown.tick(check_interrupts);
+                if key != order[start].0 {
+                    start = i;
+                }
+                texts[i] = t;
+                index.start[t as usize * bands + band] = start as u32;
+            }
+        }
+        Ok(index)
+    }
+
+    /// Where in `texts` the texts sharing text `t`'s key of `band` are that were not in a group
+    /// when the bucket was last looked at. A kept text moves the texts that stay ungrouped to
+    /// the front of each of its buckets and ends the bucket after them with [`NONE`]; a text in
+    /// a group never looks its buckets up again.
+    fn bucket(&self, t: usize, band: usize) -> std::ops::Range<usize> {
+        let start = self.start[t * self.bands + band];
+        let first = band * self.n + start as usize;
+        let len = self.texts[first..(band + 1) * self.n]
+            .iter()
+            .position(|&u| u == NONE || self.start[u as usize * self.bands + band] != start)
+            .unwrap_or((band + 1) * self.n - first);
+        first..first + len
+    }
+
+    /// Whether texts `x` and `y` share a key of a band before `band`.
+    fn share_earlier_band(&self, x: usize, y: usize, band: usize) -> bool {
+        let (sx, sy) = (&self.start[x * self.bands..], &self.start[y * self.bands..]);
+        (0..band).any(|i| sx[i] == sy[i])
     }
 }
 
@@ -1013,5 +1196,208 @@ mod tests {
         }
         assert_eq!(count, 1000 * 999 / 2);
         assert!(checks >= count / INTERRUPT_EVERY as usize, "{checks}");
+    }
+
+    /// A search at `threshold` with 32 bands of 4 slots: pairs at 0.8 share a band except with
+    /// probability (1 - 0.8^4)^32 < 1e-9, so the small corpora below find every pair.
+    fn wide_search(threshold: f64) -> Search {
+        Search {
+            banding: Banding::new(128, 32, Some(4)).unwrap(),
+            ..search(threshold)
+        }
+    }
+
+    /// A 100-character text and two edits of it: `b` changes its last five characters and `c`
+    /// changes `b`'s first five, so a~b and b~c are near-duplicates at 0.8 and a, c are not.
+    fn chain() -> [String; 3] {
+        let a: String = (0..100u32)
+            .map(|i| char::from(b'a' + ((i * 7 + i / 26) % 26) as u8))
+            .collect();
+        let b = format!("{}ZQXJV", &a[..95]);
+        let c = format!("VJXQZ{}", &b[5..]);
+        [a, b, c]
+    }
+
+    #[test]
+    fn representatives_keep_chains_apart_that_connected_components_join() {
+        let s = wide_search(0.8);
+        let [a, b, c] = chain();
+        let (ab, bc, ac) = (
+            jaccard(&a, &b, s.shingling),
+            jaccard(&b, &c, s.shingling),
+            jaccard(&a, &c, s.shingling),
+        );
+        assert!(ab >= 0.8 && bc >= 0.8 && ac < 0.8, "{ab} {bc} {ac}");
+        let corpus = |rows: &[(i64, &str)]| {
+            let mut corpus = Corpus::new(s);
+            for &(id, text) in rows {
+                corpus.add(id, text, &mut || {}).unwrap();
+            }
+            corpus
+        };
+        let rows = [(1, a.as_str()), (2, b.as_str()), (3, c.as_str())];
+        let connected = corpus(&rows).clusters(&mut || {}).unwrap();
+        assert_eq!(connected, [(1, 1), (2, 1), (3, 1)]);
+        // a first: a keeps b; c is left alone (no group of one)
+        let kept = corpus(&rows).representatives(&mut || {}).unwrap();
+        assert_eq!(kept, [(1, 1), (2, 1)]);
+        // b first: b keeps both
+        let rows = [(2, b.as_str()), (1, a.as_str()), (3, c.as_str())];
+        let kept = corpus(&rows).representatives(&mut || {}).unwrap();
+        assert_eq!(kept, [(1, 2), (2, 2), (3, 2)]);
+        // c first, with a copy of a: c keeps b, a and its copy keep each other
+        let rows = [
+            (3, c.as_str()),
+            (9, a.as_str()),
+            (1, a.as_str()),
+            (2, b.as_str()),
+            (4, ""),
+        ];
+        let kept = corpus(&rows)
+            .clusters_in(ClusterMode::Representative, &mut || {})
+            .unwrap();
+        assert_eq!(kept, [(2, 3), (3, 3), (1, 9), (9, 9)]);
+        // ids renamed after loading: the order is still the order of adding
+        let mut renamed = corpus(&rows);
+        renamed.rename(|id| 100 - id);
+        let kept = renamed.representatives(&mut || {}).unwrap();
+        assert_eq!(kept, [(91, 91), (99, 91), (97, 97), (98, 97)]);
+    }
+
+    /// Greedy keep-one grouping by brute force: rows in order; a row of a text with shingles
+    /// not yet in a group is kept, and every row not yet in a group that shares a band key
+    /// with it (every pair, looked at directly) and is at the threshold or above joins it.
+    fn reference_representatives(rows: &[(i64, String)], s: Search) -> Vec<(i64, i64)> {
+        let keys: Vec<Option<Vec<u64>>> = rows
+            .iter()
+            .map(|(_, d)| {
+                let sig = crate::core::signature::signature(d, s.k, s.shingling);
+                (!sig.iter().all(|&v| v == EMPTY_SLOT)).then(|| band_keys(&sig, s.banding))
+            })
+            .collect();
+        let mut kept_by: Vec<Option<usize>> = vec![None; rows.len()];
+        for i in 0..rows.len() {
+            let Some(ki) = &keys[i] else { continue };
+            if kept_by[i].is_some() {
+                continue;
+            }
+            kept_by[i] = Some(i);
+            for j in 0..rows.len() {
+                let Some(kj) = &keys[j] else { continue };
+                if kept_by[j].is_none()
+                    && ki.iter().zip(kj).any(|(x, y)| x == y)
+                    && jaccard(&rows[i].1, &rows[j].1, s.shingling) >= s.threshold
+                {
+                    kept_by[j] = Some(i);
+                }
+            }
+        }
+        let mut out: Vec<(i64, i64)> = (0..rows.len())
+            .filter_map(|j| {
+                let i = kept_by[j]?;
+                let size = kept_by.iter().filter(|&&k| k == Some(i)).count();
+                (size >= 2).then(|| (rows[j].0, rows[i].0))
+            })
+            .collect();
+        out.sort_unstable_by_key(|&(id, c)| (c, id));
+        out
+    }
+
+    /// Every member of a group is at the threshold or above to its kept row.
+    fn assert_members_like_their_kept_row(
+        groups: &[(i64, i64)],
+        rows: &[(i64, String)],
+        s: Search,
+    ) {
+        let text: HashMap<i64, &str> = rows.iter().map(|(id, t)| (*id, t.as_str())).collect();
+        for &(id, kept) in groups {
+            let j = jaccard(text[&id], text[&kept], s.shingling);
+            assert!(j >= s.threshold, "{id} in the group of {kept} at {j}");
+        }
+    }
+
+    #[test]
+    fn representatives_match_brute_force_greedy() {
+        for (seed, threshold) in [(5, 0.8), (6, 0.5), (7, 0.95), (8, 1.0)] {
+            let docs = corpus_texts(700, seed);
+            // a shuffled order, with ids not in that order
+            let mut rng = Rng(seed);
+            let mut rows: Vec<(i64, String)> = docs
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| ((i as i64 * 7919) % 1000, d))
+                .collect();
+            for i in (1..rows.len()).rev() {
+                rows.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let s = search(threshold);
+            let mut corpus = Corpus::new(s);
+            for (id, d) in &rows {
+                corpus.add(*id, d, &mut || {}).unwrap();
+            }
+            let ours = corpus.representatives(&mut || {}).unwrap();
+            let reference = reference_representatives(&rows, s);
+            assert!(reference.len() > 40, "{} rows in groups", reference.len());
+            assert_eq!(ours, reference, "seed {seed} threshold {threshold}");
+            assert_members_like_their_kept_row(&ours, &rows, s);
+        }
+        // crowded buckets of form letters
+        let rows: Vec<(i64, String)> = form_letters(1500, 12)
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (i as i64, d))
+            .collect();
+        for threshold in [0.7, 0.9] {
+            let s = search(threshold);
+            let mut corpus = Corpus::new(s);
+            for (id, d) in &rows {
+                corpus.add(*id, d, &mut || {}).unwrap();
+            }
+            let ours = corpus.representatives(&mut || {}).unwrap();
+            assert_eq!(ours, reference_representatives(&rows, s), "{threshold}");
+            assert_members_like_their_kept_row(&ours, &rows, s);
+        }
+    }
+
+    proptest::proptest! {
+        /// Small corpora of edits of a few texts, copies and empty texts, in any order:
+        /// keep-one groups equal brute-force greedy grouping.
+        #[test]
+        fn representatives_are_greedy_keep_one_groups(
+            picks in proptest::collection::vec((0..6usize, 0..4usize, 0..40usize), 0..40),
+            threshold in proptest::sample::select(vec![0.5, 0.7, 0.8, 0.9, 1.0]),
+        ) {
+            let bases = [
+                "the quick brown fox jumps over the lazy dog near the river bank",
+                "a stitch in time saves nine, or so the old saying goes",
+                "how do i reverse a string in python without slicing it",
+                "the quick brown fox leaps over the lazy cat near the river",
+                "",
+                "x",
+            ];
+            let rows: Vec<(i64, String)> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, &(b, edit, at))| {
+                    let base = bases[b];
+                    let text = match edit {
+                        0 => base.to_string(),
+                        1 => format!("{base} again"),
+                        2 => base.chars().take(at).collect::<String>() + "!" + &base.chars().skip(at + 1).collect::<String>(),
+                        _ => base.replacen("the", "a", 1),
+                    };
+                    ((i as i64 * 37) % 41, text)
+                })
+                .collect();
+            // ids are distinct: 37 is invertible mod 41 and there are at most 40 rows
+            let s = wide_search(threshold);
+            let mut corpus = Corpus::new(s);
+            for (id, d) in &rows {
+                corpus.add(*id, d, &mut || {}).unwrap();
+            }
+            let ours = corpus.representatives(&mut || {}).unwrap();
+            proptest::prop_assert_eq!(&ours, &reference_representatives(&rows, s));
+            assert_members_like_their_kept_row(&ours, &rows, s);
+        }
     }
 }

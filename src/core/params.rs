@@ -74,6 +74,30 @@ impl Unit {
     }
 }
 
+/// How the near-duplicates of a table are grouped into clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterMode {
+    /// The connected components of the near-duplicate pairs, each named by its smallest id.
+    /// Pairs chain: a~b and b~c put a and c together however unlike they are.
+    Connected,
+    /// Keep-one groups: in priority order, a row not yet in a group is kept and every row not
+    /// yet in a group at the threshold or above to it joins its group, named by the kept row.
+    Representative,
+}
+
+impl ClusterMode {
+    pub fn parse(mode: &str) -> Result<ClusterMode, ParamError> {
+        match mode {
+            "connected" => Ok(ClusterMode::Connected),
+            "representative" => Ok(ClusterMode::Representative),
+            other => Err(ParamError::new(format!(
+                "mode must be 'connected' or 'representative', not '{}'",
+                other.escape_default()
+            ))),
+        }
+    }
+}
+
 /// How a document is cut into shingles: a validated (ngram, unit) pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shingling {
@@ -244,9 +268,54 @@ pub fn lsh_params(threshold: f64, k: i32, min_recall: f64) -> Result<Vec<LshChoi
     Ok(choices)
 }
 
+/// The recall at the threshold the banding chosen for a search without one must reach.
+pub const DEFAULT_MIN_RECALL: f64 = 0.99;
+
+/// The banding a search uses when none is given: the best of [`lsh_params`] at
+/// [`DEFAULT_MIN_RECALL`], as `minhash_index_create` chooses it.
+pub fn default_banding(threshold: f64, k: i32) -> Result<Banding, ParamError> {
+    match lsh_params(threshold, k, DEFAULT_MIN_RECALL)?.first() {
+        Some(best) => Ok(Banding {
+            bands: best.bands,
+            rows: best.rows,
+        }),
+        None => Err(ParamError::new(format!(
+            "no banding of {k} slots reaches {DEFAULT_MIN_RECALL} recall at threshold {threshold}"
+        ))
+        .with_hint("Use a larger k.")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_modes_and_default_banding() {
+        assert_eq!(ClusterMode::parse("connected"), Ok(ClusterMode::Connected));
+        assert_eq!(
+            ClusterMode::parse("representative"),
+            Ok(ClusterMode::Representative)
+        );
+        assert_eq!(
+            ClusterMode::parse("Connected").unwrap_err().message,
+            "mode must be 'connected' or 'representative', not 'Connected'"
+        );
+        let best = lsh_params(0.8, 128, DEFAULT_MIN_RECALL).unwrap()[0];
+        assert_eq!(
+            default_banding(0.8, 128),
+            Ok(Banding {
+                bands: best.bands,
+                rows: best.rows
+            })
+        );
+        let none = default_banding(1e-9, 1).unwrap_err();
+        assert_eq!(
+            none.message,
+            "no banding of 1 slots reaches 0.99 recall at threshold 0.000000001"
+        );
+        assert!(default_banding(0.8, 0).is_err());
+    }
 
     #[test]
     fn shingling_ranges() {

@@ -3,16 +3,18 @@
 //! trigger function that keeps every band table exact (`sync`).
 
 use pgrx::prelude::*;
-use pgrx::PgSqlErrorCode;
+use pgrx::{AnyElement, PgSqlErrorCode};
 
 use crate::core::bands::band_keys;
 use crate::core::components::try_components;
 use crate::core::dedup::{Corpus, Search};
-use crate::core::params::{candidate_probability, check_k, Banding, Shingling};
+use crate::core::params::{candidate_probability, check_k, Banding, ClusterMode, Shingling};
 use crate::core::signature::EMPTY_SLOT;
 use crate::core::sketch::{band_sketch, BandSketch};
 use crate::pg::error::{raise, OrRaise};
+use crate::pg::ids::{type_name, Ids};
 use crate::pg::names::{regclass_name, Regclass};
+use crate::sql::dedup::{by_rank, keyed_clusters, keyed_pairs};
 use crate::sql::{array_arg, interrupts, SIGNER};
 
 /// Rows read per SPI round trip while loading a table.
@@ -83,6 +85,25 @@ fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f
     threshold.map(check_threshold).or(fallback)
 }
 
+/// Internal to the PL/pgSQL searches of an index: a query's threshold argument (NULL: the
+/// index's `index_threshold`), with a NOTICE if it is below the index's (see
+/// [`notice_low_threshold`]) for an index of `bands` bands of `rows_per_band` rows.
+#[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
+fn _minhash_query_threshold(
+    threshold: Option<f64>,
+    index_threshold: f64,
+    bands: i32,
+    rows_per_band: i32,
+) -> f64 {
+    let threshold = checked_threshold(threshold, index_threshold);
+    let banding = Banding {
+        bands: bands as usize,
+        rows: rows_per_band as usize,
+    };
+    notice_low_threshold(threshold, index_threshold, banding);
+    threshold
+}
+
 /// A threshold argument, NULL meaning `fallback` (the index's own).
 fn checked_threshold(threshold: Option<f64>, fallback: f64) -> f64 {
     threshold.map_or(fallback, check_threshold)
@@ -120,7 +141,7 @@ fn notice_low_threshold(threshold: f64, cfg_threshold: f64, banding: Banding) {
 }
 
 /// A threshold must lie in (0, 1] (22023).
-fn check_threshold(t: f64) -> f64 {
+pub(crate) fn check_threshold(t: f64) -> f64 {
     if !(t > 0.0 && t <= 1.0) {
         raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -165,9 +186,8 @@ fn minhash_components(
     TableIterator::new(try_components(id_a.into_iter().zip(id_b), &mut interrupts).or_raise())
 }
 
-/// Reads the `(id, text)` rows `rows_query` returns into a [`Corpus`] for the search of the
-/// index parameters given. Each batch is fetched in its own SPI session, so PostgreSQL's copy of
-/// the rows is freed batch by batch and only the corpus grows.
+/// Reads the `(id bigint, text)` rows `rows_query` returns into a [`Corpus`] for the search
+/// of the index parameters given.
 #[allow(clippy::too_many_arguments)]
 fn load_corpus(
     rows_query: &str,
@@ -178,14 +198,95 @@ fn load_corpus(
     rows_per_band: i32,
     threshold: f64,
 ) -> Corpus {
-    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
-    let search = Search {
+    let mut corpus = Corpus::new(index_search(
         k,
-        shingling,
-        banding,
+        ngram,
+        unit,
+        bands,
+        rows_per_band,
         threshold,
-    };
-    let mut corpus = Corpus::new(search);
+    ));
+    for_each_batch(rows_query, |table| {
+        for_each_row(table, |id, text| {
+            corpus.add(id, text, &mut interrupts).or_raise()
+        })
+    });
+    corpus
+}
+
+/// Reads the `(id, text)` rows `rows_query` returns, ids of type `id_type`, into a [`Corpus`]
+/// whose ids are their ranks, and the ids (see `pg::ids`). The ids are copied into the
+/// current memory context, the caller's multi-call context.
+#[allow(clippy::too_many_arguments)]
+fn load_keyed_corpus(
+    id_type: pg_sys::Oid,
+    rows_query: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+) -> (Corpus, Ids) {
+    let mut corpus = Corpus::new(index_search(
+        k,
+        ngram,
+        unit,
+        bands,
+        rows_per_band,
+        threshold,
+    ));
+    // SAFETY: reading the backend's current memory context, before SPI switches it.
+    let context = unsafe { pg_sys::CurrentMemoryContext };
+    let mut ids: Option<Ids> = None;
+    for_each_batch(rows_query, |table| {
+        if table.is_empty() {
+            return Ok(());
+        }
+        let ids = match &mut ids {
+            Some(ids) => ids,
+            None => ids.insert(Ids::new(id_type, id_collation(&table, id_type)?, context)),
+        };
+        for_each_keyed_row(table, |id, text| {
+            let position = ids.push(id);
+            corpus.add(position, text, &mut interrupts).or_raise();
+        })
+    });
+    let mut ids = ids.unwrap_or_else(|| Ids::new(id_type, pg_sys::InvalidOid, context));
+    by_rank(&mut corpus, &mut ids);
+    (corpus, ids)
+}
+
+/// The collation of the id column of a batch of rows (not empty), which must be of type
+/// `id_type`.
+fn id_collation(
+    table: &pgrx::spi::SpiTupleTable<'_>,
+    id_type: pg_sys::Oid,
+) -> pgrx::spi::Result<pg_sys::Oid> {
+    let found = table.column_type_oid(1)?.value();
+    if found != id_type {
+        raise(
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "the ids read are of type {}, not {}",
+                type_name(found),
+                type_name(id_type)
+            ),
+            None,
+        );
+    }
+    // SAFETY: SPI_tuptable is the batch `table` holds, just fetched; its descriptor has the
+    // query's two columns.
+    Ok(unsafe { crate::pg::compat::attributes((*pg_sys::SPI_tuptable).tupdesc)[0].attcollation })
+}
+
+/// Runs `rows_query` (as the caller) through a cursor and calls `f` with each batch of rows.
+/// Each batch is fetched in its own SPI session, so PostgreSQL's copy of the rows is freed
+/// batch by batch.
+fn for_each_batch(
+    rows_query: &str,
+    mut f: impl FnMut(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
+) {
     let mut cursor_name = Spi::connect(|client| {
         client
             .try_open_cursor(rows_query, &[])
@@ -197,9 +298,7 @@ fn load_corpus(
             let mut cursor = client.find_cursor(&cursor_name)?;
             let table = cursor.fetch(FETCH_ROWS.into())?;
             let fetched = table.len();
-            for_each_row(table, |id, text| {
-                corpus.add(id, text, &mut interrupts).or_raise()
-            })?;
+            f(table)?;
             // keep the cursor open for the next session; the last one closes it
             Ok((
                 fetched,
@@ -216,7 +315,24 @@ fn load_corpus(
         }
         cursor_name = name;
     }
-    corpus
+}
+
+/// The search of an index's catalog settings at `threshold`.
+fn index_search(
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+) -> Search {
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    Search {
+        k,
+        shingling,
+        banding,
+        threshold,
+    }
 }
 
 /// The checked signature length, shingling and banding of an index's catalog settings.
@@ -259,6 +375,31 @@ fn for_each_row(
     Ok(())
 }
 
+/// [`for_each_row`] for ids of any type: `f(id datum, text)`, both borrowed from the SPI
+/// memory context.
+fn for_each_keyed_row(
+    mut table: pgrx::spi::SpiTupleTable<'_>,
+    mut f: impl FnMut(pg_sys::Datum, &str),
+) -> pgrx::spi::Result<()> {
+    let rows = table.len();
+    if rows == 0 {
+        return Ok(());
+    }
+    table = table.first();
+    for _ in 0..rows {
+        if let (Some(id), Some(text)) = (
+            table.get_datum_by_ordinal(1)?,
+            table.get_datum_by_ordinal(2)?,
+        ) {
+            // SAFETY: as in `for_each_row`.
+            let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
+            f(id, text.expect("not NULL"));
+        }
+        table.next();
+    }
+    Ok(())
+}
+
 fn spi_failed(e: pgrx::spi::Error) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -285,8 +426,9 @@ fn _minhash_search_pairs(
     TableIterator::new(corpus.duplicates(interrupts).or_raise())
 }
 
-/// Internal to `minhash_clusters`: the clusters of the verified pairs among the rows of
-/// `rows_query`, as `(id, cluster_id)` ordered by cluster then id.
+/// Internal to `minhash_clusters`: the clusters in `mode` (see `core::params::ClusterMode`)
+/// of the verified pairs among the rows of `rows_query`, as `(id, cluster_id)` ordered by
+/// cluster then id. In mode 'representative' the rows come in the greedy order.
 #[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
 #[allow(clippy::too_many_arguments)]
 fn _minhash_search_clusters(
@@ -297,9 +439,110 @@ fn _minhash_search_clusters(
     bands: i32,
     rows_per_band: i32,
     threshold: f64,
+    mode: &str,
 ) -> TableIterator<'static, (name!(id, i64), name!(cluster_id, i64))> {
+    let mode = ClusterMode::parse(mode).or_raise();
     let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
-    TableIterator::new(corpus.clusters(&mut interrupts).or_raise())
+    TableIterator::new(corpus.clusters_in(mode, &mut interrupts).or_raise())
+}
+
+/// Internal to `minhash_clusters`: checks its `mode` and `priority` arguments (22023 for an
+/// unknown mode, and for a priority in a mode other than 'representative', which alone has
+/// an order) and says whether the rows are to be read in the greedy order.
+#[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
+fn _minhash_cluster_mode(mode: Option<&str>, priority: Option<&str>) -> bool {
+    let Some(mode) = mode else {
+        raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "mode must not be NULL",
+            None,
+        );
+    };
+    let mode = ClusterMode::parse(mode).or_raise();
+    if priority.is_some() && mode != ClusterMode::Representative {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "priority is only allowed with mode 'representative'",
+            Some(
+                "Connected clusters have no kept row to choose; pass mode => 'representative'."
+                    .into(),
+            ),
+        );
+    }
+    mode == ClusterMode::Representative
+}
+
+/// The type of a typed search's `id_type` witness argument (its first), NULL as it may be.
+fn witness_type(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
+    // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo has the call expression.
+    unsafe { pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 0) }
+}
+
+/// Internal to the typed `minhash_duplicates(tbl, id_type, ...)`: as `_minhash_search_pairs`
+/// for rows whose ids are of `id_type`'s type, returned in it.
+#[pg_extern(stable, parallel_safe, schema = "minhash_internal")]
+#[allow(clippy::too_many_arguments)]
+fn _minhash_search_keyed_pairs(
+    id_type: Option<AnyElement>,
+    rows_query: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<
+    'static,
+    (
+        name!(id_a, AnyElement),
+        name!(id_b, AnyElement),
+        name!(similarity, f64),
+    ),
+> {
+    let _ = id_type;
+    let (corpus, ids) = load_keyed_corpus(
+        witness_type(fcinfo),
+        rows_query,
+        k,
+        ngram,
+        unit,
+        bands,
+        rows_per_band,
+        threshold,
+    );
+    keyed_pairs(corpus, ids)
+}
+
+/// Internal to the typed `minhash_clusters(tbl, id_type, ...)`: as `_minhash_search_clusters`
+/// for rows whose ids are of `id_type`'s type, returned in it.
+#[pg_extern(stable, parallel_safe, schema = "minhash_internal")]
+#[allow(clippy::too_many_arguments)]
+fn _minhash_search_keyed_clusters(
+    id_type: Option<AnyElement>,
+    rows_query: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+    threshold: f64,
+    mode: &str,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<'static, (name!(id, AnyElement), name!(cluster_id, AnyElement))> {
+    let _ = id_type;
+    let mode = ClusterMode::parse(mode).or_raise();
+    let (corpus, ids) = load_keyed_corpus(
+        witness_type(fcinfo),
+        rows_query,
+        k,
+        ngram,
+        unit,
+        bands,
+        rows_per_band,
+        threshold,
+    );
+    keyed_clusters(corpus, ids, mode)
 }
 
 /// Internal to `minhash_index_create`: records that the band table `band` of `tbl` goes with

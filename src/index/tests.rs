@@ -49,8 +49,8 @@ mod tests {
         docs.into_iter().map(|d| d.join(" ")).collect()
     }
 
-    #[pg_test]
-    fn duplicates_recall_against_brute_force() {
+    /// The table `corpus (id bigint, body text)` of [`corpus`], ids from 1, with an index.
+    fn corpus_table() -> (Vec<i64>, Vec<String>) {
         let docs = corpus();
         let ids: Vec<i64> = (1..=docs.len() as i64).collect();
         Spi::run("SET LOCAL client_min_messages = warning").unwrap();
@@ -61,6 +61,82 @@ mod tests {
         )
         .unwrap();
         Spi::run("SELECT minhash_index_create('corpus', 'id', 'body')").unwrap();
+        (ids, docs)
+    }
+
+    /// Rows of `query` as two int8 columns, in the order it returns them.
+    fn id_pairs(query: &str) -> Vec<(i64, i64)> {
+        Spi::connect(|client| {
+            client
+                .select(query, None, &[])
+                .unwrap()
+                .map(|row| (row.get(1).unwrap().unwrap(), row.get(2).unwrap().unwrap()))
+                .collect()
+        })
+    }
+
+    /// The bigint, typed and array forms find the same pairs and clusters, in the same order;
+    /// array ids of another type (zero-padded text, whose order is the numbers') come back in
+    /// it; keep-one groups hold only rows at the threshold to their kept row.
+    #[pg_test]
+    fn every_form_of_the_search_agrees() {
+        let (_, docs) = corpus_table();
+        let arrays = |mode: &str| {
+            format!(
+                "SELECT ltrim(id, '0')::bigint, ltrim(cluster_id, '0')::bigint
+                 FROM (SELECT array_agg(lpad(id::text, 8, '0') ORDER BY id) ids,
+                              array_agg(body ORDER BY id) texts FROM corpus) c,
+                      minhash_clusters(c.ids, c.texts, mode => '{mode}')"
+            )
+        };
+        let pairs = id_pairs("SELECT id_a, id_b FROM minhash_duplicates('corpus')");
+        assert!(pairs.len() >= 300, "{} pairs", pairs.len());
+        assert!(pairs.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            pairs,
+            id_pairs("SELECT id_a, id_b FROM minhash_duplicates('corpus', id_type => NULL::int8)")
+        );
+        assert_eq!(
+            pairs,
+            id_pairs(
+                "SELECT ltrim(id_a, '0')::bigint, ltrim(id_b, '0')::bigint
+                 FROM (SELECT array_agg(lpad(id::text, 8, '0') ORDER BY id DESC) ids,
+                              array_agg(body ORDER BY id DESC) texts FROM corpus) c,
+                      minhash_duplicates(c.ids, c.texts)"
+            )
+        );
+        for mode in ["connected", "representative"] {
+            let clusters = id_pairs(&format!(
+                "SELECT id, cluster_id FROM minhash_clusters('corpus', mode => '{mode}')"
+            ));
+            assert!(clusters
+                .windows(2)
+                .all(|w| (w[0].1, w[0].0) < (w[1].1, w[1].0)));
+            assert_eq!(
+                clusters,
+                id_pairs(&format!(
+                    "SELECT id, cluster_id FROM minhash_clusters('corpus', id_type => NULL::int8,
+                                                                 mode => '{mode}')"
+                )),
+                "{mode}"
+            );
+            assert_eq!(clusters, id_pairs(&arrays(mode)), "{mode}");
+        }
+        let shingling = Shingling::new(5, "char").unwrap();
+        let kept = id_pairs(
+            "SELECT id, cluster_id FROM minhash_clusters('corpus', mode => 'representative')",
+        );
+        assert!(kept.len() >= 300, "{} rows in groups", kept.len());
+        for (id, cluster) in kept {
+            let set = |id: i64| ShingleSet::new(&docs[id as usize - 1], shingling, &mut || {});
+            let j = set(id).jaccard(&set(cluster));
+            assert!(j >= 0.8, "{id} kept with {cluster} at {j}");
+        }
+    }
+
+    #[pg_test]
+    fn duplicates_recall_against_brute_force() {
+        let (ids, docs) = corpus_table();
 
         let shingling = Shingling::new(5, "char").unwrap();
         let sets: Vec<ShingleSet> = docs

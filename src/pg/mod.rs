@@ -3,5 +3,6 @@
 
 pub mod compat;
 pub mod error;
+pub mod ids;
 pub mod names;
 pub mod tuple;

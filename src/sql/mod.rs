@@ -2,6 +2,7 @@
 //! here is IMMUTABLE and PARALLEL SAFE; all but `lsh_bands` are STRICT (its `r` defaults to
 //! NULL, which has a meaning of its own).
 
+pub(crate) mod dedup;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 

@@ -216,8 +216,8 @@ mod tests {
     }
 
     /// Rust functions are IMMUTABLE, PARALLEL SAFE and (but lsh_bands, minhash_similar,
-    /// minhash_matches, _minhash_threshold and _minhash_as_owner, whose NULL arguments mean
-    /// something) STRICT,
+    /// minhash_matches, _minhash_threshold, _minhash_as_owner, _minhash_cluster_mode and the
+    /// typed searches, whose NULL arguments mean something) STRICT,
     /// except those that read a table (STABLE), those that write one (VOLATILE, PARALLEL
     /// UNSAFE) and the trigger functions; the managed-index functions that only read as the
     /// caller are STABLE, and none is SECURITY DEFINER.
@@ -228,7 +228,8 @@ mod tests {
              AND p.pronamespace IN (e.extnamespace, 'minhash_internal'::regnamespace)";
         let table_readers =
             "'_minhash_search_pairs', '_minhash_search_clusters', 'minhash_similar',
-             'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads'";
+             'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads',
+             '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters'";
         let table_writers = "'_minhash_as_owner', '_minhash_link_band_table'";
         let wrong_c = one::<Vec<String>>(&format!(
             "SELECT coalesce(array_agg(p.proname::text), '{{}}') {members}
@@ -241,7 +242,9 @@ mod tests {
                                              ELSE 's' END
                     OR (NOT p.proisstrict AND p.proname NOT IN
                         ('lsh_bands', 'minhash_similar', 'minhash_matches', '_minhash_threshold',
-                         '_minhash_as_owner')))"
+                         '_minhash_query_threshold',
+                         '_minhash_as_owner', '_minhash_cluster_mode', '_minhash_search_keyed_pairs',
+                         '_minhash_search_keyed_clusters')))"
         ));
         assert_eq!(wrong_c, Some(vec![]));
         let readers = one::<Vec<String>>(&format!(
@@ -281,7 +284,7 @@ mod tests {
         let public = one::<i64>(&format!(
             "SELECT count(*) {members} WHERE p.pronamespace = e.extnamespace"
         ));
-        assert_eq!(public, Some(21));
+        assert_eq!(public, Some(25));
         // a role without any grant can still reach the internals the public functions call
         let usage =
             one::<bool>("SELECT has_schema_privilege('public', 'minhash_internal', 'USAGE')");

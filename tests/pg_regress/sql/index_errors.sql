@@ -54,7 +54,7 @@ SELECT try(q) FROM unnest(ARRAY[
   $$SELECT * FROM minhash_matches('docs', ARRAY['x'], max_results => -1)$$,
   $$SELECT * FROM minhash_matches(NULL, ARRAY['x'])$$,
   $$SELECT * FROM minhash_duplicates('docs', -1)$$,
-  $$SELECT * FROM minhash_clusters('docs', 'NaN')$$,
+  $$SELECT * FROM minhash_clusters('docs', threshold => 'NaN')$$,
   $$SELECT * FROM minhash_components('{1,2}', '{1}')$$,
   $$SELECT * FROM minhash_components('{1,NULL}', '{1,2}')$$
 ]) q;

@@ -154,6 +154,8 @@ SET client_min_messages = notice;
 SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n = 1), threshold => 0.5);
 SELECT count(*) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM probes WHERE n = 1)], threshold => 0.45);
 SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n = 1), threshold => 0.6);
+SELECT count(*) FROM minhash_duplicates('catalog', 0.5);
+SELECT count(*) FROM minhash_clusters('catalog', 0.55, mode => 'representative');
 SET client_min_messages = warning;
 -- Lookups run in parallel workers (a LATERAL lookup per row of a parallel scan): they take no
 -- transaction id there.
