@@ -3,8 +3,6 @@ SET client_min_messages = warning;
 
 CREATE TABLE docs (id int PRIMARY KEY, body text, label text, n int, shared int);
 CREATE TABLE pair_keys (a int, b int, body text, PRIMARY KEY (a, b));
-CREATE COLLATION nd_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
-CREATE TABLE ci_keys (id text COLLATE nd_ci PRIMARY KEY, body text);
 CREATE TABLE array_keys (id int[] PRIMARY KEY, body text);
 CREATE TABLE no_key (id int, body text);
 CREATE VIEW docs_view AS SELECT * FROM docs;
@@ -14,7 +12,6 @@ SELECT try(q) FROM unnest(ARRAY[
   $$SELECT minhash_index_create('docs', 'nope', 'body')$$,
   $$SELECT minhash_index_create('docs', 'id', 'nope')$$,
   $$SELECT minhash_index_create('pair_keys', 'a', 'body')$$,
-  $$SELECT minhash_index_create('ci_keys', 'id', 'body')$$,
   $$SELECT minhash_index_create('array_keys', 'id', 'body')$$,
   $$SELECT minhash_index_create('no_key', 'id', 'body')$$,
   $$SELECT minhash_index_create('docs', 'shared', 'body')$$,
@@ -65,8 +62,7 @@ CREATE TABLE docs_minhash_bands (x int);
 SELECT try($$SELECT minhash_index_create('docs', 'id', 'body')$$);
 SELECT count(*) FROM minhash_indexes;
 DROP TABLE docs_minhash_bands, docs CASCADE;
-DROP TABLE pair_keys, ci_keys, array_keys, no_key;
-DROP COLLATION nd_ci;
+DROP TABLE pair_keys, array_keys, no_key;
 
 -- A cancelled backfill leaves nothing behind.
 CREATE TABLE big (id int PRIMARY KEY, body text);
