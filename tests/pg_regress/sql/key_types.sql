@@ -25,6 +25,13 @@ SELECT id, round(similarity::numeric, 4) AS similarity
 FROM minhash_similar('tickets', 'The printer on floor 3 jams whenever I print more than 10 pages double sided',
                      NULL::uuid, 0.85, 2);
 
+-- whole-table searches in the key's type (the bigint forms refuse it)
+SELECT try($$SELECT * FROM minhash_duplicates('tickets')$$);
+SELECT count(*), min(pg_typeof(id_a)::text) AS type FROM minhash_duplicates('tickets', NULL::uuid, 0.9);
+SELECT * FROM minhash_duplicates('tickets', NULL::uuid, 0.9) ORDER BY similarity DESC, id_a, id_b LIMIT 3;
+SELECT count(DISTINCT cluster_id) AS groups, count(*) AS rows
+FROM minhash_clusters('tickets', NULL::uuid, 0.9, mode => 'representative');
+
 -- writes keep the index exact: insert, update of text and of key, delete, truncate
 INSERT INTO tickets (id, body) VALUES
   ('10000000-0000-4000-8000-000000000001', 'My laptop battery drains in an hour since the last update'),
@@ -82,6 +89,8 @@ CREATE TRIGGER flag BEFORE INSERT ON pages
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('Dup');
 INSERT INTO pages VALUES ('new', 'Shipping takes three to five working days within the country!!', NULL)
 RETURNING *;
+SELECT * FROM minhash_duplicates('pages', NULL::text);
+SELECT * FROM minhash_clusters('pages', NULL::text);
 UPDATE pages SET "Slug" = 'Home page' WHERE "Slug" = 'Home';
 DELETE FROM pages WHERE "Slug" = 'it''s "quoted"';
 SELECT * FROM minhash_index_check('pages');
