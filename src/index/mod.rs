@@ -207,7 +207,9 @@ fn load_corpus(
         threshold,
     ));
     for_each_batch(rows_query, |table| {
-        for_each_row(table, |id, text| {
+        for_each_text_row(table, |id, text| {
+            // SAFETY: the rows query selects the id as int8, not NULL here.
+            let id = unsafe { i64::from_datum(id, false) }.expect("not NULL");
             corpus.add(id, text, &mut interrupts).or_raise()
         })
     });
@@ -247,7 +249,7 @@ fn load_keyed_corpus(
             Some(ids) => ids,
             None => ids.insert(Ids::new(id_type, id_collation(&table, id_type)?, context)),
         };
-        for_each_keyed_row(table, |id, text| {
+        for_each_text_row(table, |id, text| {
             let position = ids.push(id);
             corpus.add(position, text, &mut interrupts).or_raise();
         })
@@ -352,11 +354,10 @@ fn index_params(
     )
 }
 
-/// Calls `f(id, text)` for each row of an SPI result of `(int8, text)` rows, skipping rows
-/// where either is NULL. The text is borrowed from the SPI memory context, not copied.
-fn for_each_row(
+/// Calls `f` with `table` positioned on each of its rows in turn.
+fn for_each_spi_row(
     mut table: pgrx::spi::SpiTupleTable<'_>,
-    mut f: impl FnMut(i64, &str),
+    mut f: impl FnMut(&pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
 ) -> pgrx::spi::Result<()> {
     let rows = table.len();
     if rows == 0 {
@@ -364,40 +365,28 @@ fn for_each_row(
     }
     table = table.first();
     for _ in 0..rows {
-        if let (Some(id), Some(text)) = (table.get::<i64>(1)?, table.get_datum_by_ordinal(2)?) {
-            // SAFETY: column 2 is a text datum (the queries cast it), not NULL, in the SPI
-            // memory context, which outlives this call.
-            let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
-            f(id, text.expect("not NULL"));
-        }
+        f(&table)?;
         table.next();
     }
     Ok(())
 }
 
-/// [`for_each_row`] for ids of any type: `f(id datum, text)`, both borrowed from the SPI
-/// memory context.
-fn for_each_keyed_row(
-    mut table: pgrx::spi::SpiTupleTable<'_>,
+/// Calls `f(id, text)` for each row of an SPI result of `(id, text)` rows, skipping rows where
+/// either is NULL. Both are borrowed from the SPI memory context, not copied.
+fn for_each_text_row(
+    table: pgrx::spi::SpiTupleTable<'_>,
     mut f: impl FnMut(pg_sys::Datum, &str),
 ) -> pgrx::spi::Result<()> {
-    let rows = table.len();
-    if rows == 0 {
-        return Ok(());
-    }
-    table = table.first();
-    for _ in 0..rows {
-        if let (Some(id), Some(text)) = (
-            table.get_datum_by_ordinal(1)?,
-            table.get_datum_by_ordinal(2)?,
-        ) {
-            // SAFETY: as in `for_each_row`.
+    for_each_spi_row(table, |row| {
+        if let (Some(id), Some(text)) = (row.get_datum_by_ordinal(1)?, row.get_datum_by_ordinal(2)?)
+        {
+            // SAFETY: column 2 is a text datum (the queries cast it), not NULL, in the SPI
+            // memory context, which outlives this call.
             let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
             f(id, text.expect("not NULL"));
         }
-        table.next();
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 fn spi_failed(e: pgrx::spi::Error) -> ! {

@@ -24,7 +24,9 @@ use super::catalog::{with_prepared, IndexConfig};
 use super::key::{Id, KeyType};
 use super::owner::{as_owner, relation_owner};
 use super::scan::{BandIndex, RowIndex};
-use super::{band_entry, checked_threshold, notice_low_threshold};
+use super::{
+    band_entry, checked_threshold, for_each_spi_row, for_each_text_row, notice_low_threshold,
+};
 
 impl IndexConfig {
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
@@ -120,15 +122,9 @@ impl IndexConfig {
             None => {
                 let (arg, arg_type) = self.key.array_arg(&ids);
                 with_prepared(client, rows_sql, arg_type, arg, |table| {
-                    for_each_spi_row(table, |row| {
-                        let text = row.get_datum_by_ordinal(2)?;
-                        if let (Some(id), Some(text)) = (self.key.spi_id(row, 1)?, text) {
-                            // SAFETY: column 2 is a text datum (the query casts it), not NULL,
-                            // in the SPI memory context, which outlives this call.
-                            let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
-                            verify(&id, text.expect("not NULL"));
-                        }
-                        Ok(())
+                    for_each_text_row(table, |id, text| {
+                        // SAFETY: the query selects the id as the band table stores it.
+                        verify(&unsafe { self.key.id(id, pg_sys::INT8OID) }, text)
                     })
                 })
             }
@@ -136,23 +132,6 @@ impl IndexConfig {
         found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found
     }
-}
-
-/// Calls `f` with `table` positioned on each of its rows in turn.
-fn for_each_spi_row(
-    mut table: pgrx::spi::SpiTupleTable<'_>,
-    mut f: impl FnMut(&pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
-) -> pgrx::spi::Result<()> {
-    let rows = table.len();
-    if rows == 0 {
-        return Ok(());
-    }
-    table = table.first();
-    for _ in 0..rows {
-        f(&table)?;
-        table.next();
-    }
-    Ok(())
 }
 
 /// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
