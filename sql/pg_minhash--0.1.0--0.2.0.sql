@@ -9,6 +9,12 @@ ALTER TABLE @extschema@.minhash_indexes
     ADD COLUMN format int NOT NULL DEFAULT 1 CHECK (format = 1);
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
 
+-- Texts from an SQL expression over the row, in place of a text column.
+ALTER TABLE @extschema@.minhash_indexes
+    ALTER COLUMN text_column DROP NOT NULL,
+    ADD COLUMN text_expression text,
+    ADD CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL));
+
 -- Internal functions move out of the extension's schema into one of their own.
 CREATE SCHEMA minhash_internal;
 GRANT USAGE ON SCHEMA minhash_internal TO PUBLIC;
@@ -156,6 +162,39 @@ AS $$
     WHERE a.attrelid = band_table AND a.attname = 'id' AND NOT a.attisdropped
 $$;
 
+-- Texts from an expression: checked and printed as the catalog keeps it, and computed as the
+-- table's owner for SQL that runs with the caller's rights (src/index/text.rs).
+CREATE FUNCTION minhash_internal._minhash_text_expression(tbl regclass, expression text)
+RETURNS text
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_text_expression_wrapper';
+CREATE FUNCTION minhash_internal._minhash_row_text(tbl regclass, columns anyelement)
+RETURNS text
+STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_row_text_wrapper';
+CREATE FUNCTION minhash_internal._minhash_row_text_sql(tbl regclass, expression text, alias text)
+RETURNS text
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_row_text_sql_wrapper';
+
+-- The text of the row `alias` of an index's table in SQL: the text column, or the text
+-- expression. SQL that runs as the table's owner (as_caller false: backfill, check) computes the
+-- expression inline over the bare column names (`alias` must be the only relation in scope);
+-- SQL that runs with the caller's rights has it computed by _minhash_row_text, as the owner
+-- (src/index/text.rs): the owner's code never runs with the caller's rights.
+CREATE FUNCTION minhash_internal._minhash_text_sql(cfg @extschema@.minhash_indexes, alias text,
+    as_caller boolean)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.text_expression IS NULL THEN format('%s.%I', alias, cfg.text_column)
+                WHEN as_caller
+                THEN minhash_internal._minhash_row_text_sql(cfg.tbl, cfg.text_expression, alias)
+                ELSE format('(%s)', cfg.text_expression) END
+$$;
+
+
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -165,11 +204,11 @@ AS $$
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
          FROM (SELECT d.%2$I::%9$s AS id,
-                      minhash_internal._minhash_band_values(d.%3$I, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+                      minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
                FROM %8$s d OFFSET 0) s
          WHERE s.v IS NOT NULL',
-        cfg.bands, cfg.id_column, cfg.text_column, cfg.k, cfg.ngram, cfg.unit,
-        cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table))
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table))
 $$;
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_backfill(tbl regclass)
@@ -217,16 +256,19 @@ BEGIN
     RETURN done;
 END $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_create(
+-- (a new last argument, text_expression, and text_column may be NULL)
+DROP FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int);
+CREATE FUNCTION @extschema@.minhash_index_create(
     tbl regclass,
     id_column name,
-    text_column name,
+    text_column name DEFAULT NULL,
     k int DEFAULT 128,
     ngram int DEFAULT 5,
     unit text DEFAULT 'char',
     threshold float8 DEFAULT 0.8,
     bands int DEFAULT NULL,
-    rows_per_band int DEFAULT NULL)
+    rows_per_band int DEFAULT NULL,
+    text_expression text DEFAULT NULL)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -243,10 +285,16 @@ DECLARE
     cfg @extschema@.minhash_indexes;
     grantee text;
 BEGIN
-    IF tbl IS NULL OR id_column IS NULL OR text_column IS NULL OR k IS NULL OR ngram IS NULL
+    IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
        OR unit IS NULL OR threshold IS NULL THEN
-        RAISE EXCEPTION 'only bands and rows_per_band may be NULL'
+        RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (text_column IS NULL) = (text_expression IS NULL) THEN
+        RAISE EXCEPTION 'give either text_column or text_expression'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'minhash_index_create(tbl, id_column, text_column) indexes a column; '
+                         'minhash_index_create(tbl, id_column, text_expression => ''...'') an expression over the row.';
     END IF;
     SELECT c.relname, c.relkind, c.relpersistence, n.nspname, c.relowner INTO rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
@@ -316,22 +364,30 @@ BEGIN
     IF id_collation <> 0 AND id_collation <> 'pg_catalog.default'::regcollation THEN
         band_id_type := band_id_type || ' COLLATE ' || id_collation::regcollation::text;
     END IF;
-    SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
-    WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column "%" of table % does not exist', text_column, tbl
-            USING ERRCODE = 'undefined_column';
-    END IF;
-    IF text_type NOT IN ('text'::regtype, 'character varying'::regtype) THEN
-        RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
-            USING ERRCODE = 'datatype_mismatch';
-    END IF;
-    -- (PostgreSQL 18: a virtual generated column has no value in the rows triggers see)
-    IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_column
-               AND a.attgenerated = 'v') THEN
-        RAISE EXCEPTION 'text column "%" of table % is a virtual generated column', text_column, tbl
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'Make it a stored generated column (GENERATED ALWAYS AS (...) STORED).';
+    IF text_expression IS NOT NULL THEN
+        -- (checked, and printed in the form the catalog keeps: names outside pg_catalog
+        -- qualified; 42P17 if it is not IMMUTABLE)
+        text_expression := minhash_internal._minhash_text_expression(tbl, text_expression);
+    ELSE
+        SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+        WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', text_column, tbl
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF text_type NOT IN ('text'::regtype, 'character varying'::regtype) THEN
+            RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
+                USING ERRCODE = 'datatype_mismatch',
+                      HINT = format('Index an expression instead: text_expression => %L.',
+                                    format('%I::text', text_column));
+        END IF;
+        -- (PostgreSQL 18: a virtual generated column has no value in the rows triggers see)
+        IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_column
+                   AND a.attgenerated = 'v') THEN
+            RAISE EXCEPTION 'text column "%" of table % is a virtual generated column', text_column, tbl
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Make it a stored generated column (GENERATED ALWAYS AS (...) STORED).';
+        END IF;
     END IF;
 
     -- Argument checks with the core's own messages.
@@ -388,7 +444,7 @@ BEGIN
     PERFORM minhash_internal._minhash_link_band_table(tbl, band);
 
     cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
-               rows_per_band, now(), @extschema@.minhash_format_version());
+               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression);
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
 
     -- One fixed trigger function of the extension keeps the band table exact; it checks that
@@ -423,7 +479,10 @@ BEGIN
     RETURN band;
 END $$;
 
-CREATE OR REPLACE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+-- Drops the band table of an index if it still exists: it may be gone already, dropped by hand
+-- or along with its table. The catalog policy made sure the row names a band table of the
+-- table's owner.
+CREATE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -435,7 +494,9 @@ BEGIN
     END IF;
 END $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
+-- A minhash_flag_duplicate trigger on the table looks rows up in the index, like a
+-- constraint's index: dropping the index refuses while one exists, or drops it too (cascade).
+CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -473,7 +534,22 @@ BEGIN
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
 
-CREATE OR REPLACE FUNCTION minhash_internal._minhash_ddl()
+-- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
+-- ALTER TABLE and every DROP, so it looks only at the catalog rows of the tables involved.
+--
+-- minhash_ddl_altered (ddl_command_end, ALTER TABLE and CREATE TABLE): the catalog names the
+-- id and text columns, so an ALTER TABLE that drops, renames or retypes either of them is
+-- refused (it would make every later INSERT and UPDATE fail); the index has to be dropped
+-- first. A new owner of the table becomes the owner of its band table too. An indexed table
+-- may not become a parent, child or partition (CREATE TABLE ... INHERITS, ALTER TABLE ...
+-- INHERIT, ATTACH PARTITION): its triggers would not see the other tables' rows. After an
+-- ALTER TABLE of the catalog itself, band tables get their dependencies back (_minhash_relink).
+--
+-- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
+-- ordinary indexes: the band table (dropped with the table through its dependency, or here if
+-- that is missing) and the catalog row. A band table the dropping role may not drop is left
+-- behind with a WARNING rather than failing the DROP.
+CREATE FUNCTION minhash_internal._minhash_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -485,6 +561,7 @@ DECLARE
     dropped_name text;
     inherited regclass;
     band_id regtype;
+    problem text;
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
@@ -515,7 +592,8 @@ BEGIN
                                                       'bigint'::regtype)
                                   ELSE a.atttypid = band_id END), false)
                         THEN cfg.id_column
-                        WHEN NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
+                        WHEN cfg.text_column IS NOT NULL
+                             AND NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
                              ('text'::regtype, 'character varying'::regtype)
                              AND a.attgenerated <> 'v'), false)
                         THEN cfg.text_column END
@@ -534,6 +612,23 @@ BEGIN
                                           cfg.text_column),
                           HINT = format('Drop the index first with minhash_index_drop(%L), and '
                                         'create it again afterwards.', cfg.tbl);
+            END IF;
+            -- a text expression must still read the same columns, with the same meaning
+            IF cfg.text_expression IS NOT NULL THEN
+                BEGIN
+                    problem := CASE WHEN minhash_internal._minhash_text_expression(cfg.tbl, cfg.text_expression)
+                                         IS DISTINCT FROM cfg.text_expression
+                                    THEN 'would read differently' END;
+                EXCEPTION WHEN OTHERS THEN
+                    problem := 'fails: ' || SQLERRM;
+                END;
+                IF problem IS NOT NULL THEN
+                    RAISE EXCEPTION 'the minhash index of table % reads columns this changes', cfg.tbl
+                        USING ERRCODE = 'dependent_objects_still_exist',
+                              DETAIL = format('Its text expression %s %s.', cfg.text_expression, problem),
+                              HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                            'create it again afterwards.', cfg.tbl);
+                END IF;
             END IF;
             -- ALTER TABLE ... OWNER TO: the band table follows its table's owner (the sync
             -- trigger writes it as that owner and refuses a band table of anyone else)
@@ -565,7 +660,12 @@ BEGIN
     END LOOP;
 END $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
+CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
+    EXECUTE FUNCTION minhash_internal._minhash_ddl();
+CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
+    EXECUTE FUNCTION minhash_internal._minhash_ddl();
+
+CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -593,7 +693,7 @@ BEGIN
     RETURN n;
 END $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
+CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)
 RETURNS TABLE (missing bigint, orphaned bigint)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -611,15 +711,29 @@ BEGIN
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
+-- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
+-- with a text, the id as bigint or (typed) in its own type. They search it in memory
+-- (src/core/dedup.rs) rather than joining the band table with itself: signing the text again
+-- costs less than reading `bands` band rows per row, and gives the same keys. `ordered` reads
+-- the rows in the greedy order of mode 'representative': by `priority` (the caller's ORDER BY
+-- list over the table's columns, part of the caller's query, run with the caller's rights),
+-- then by id.
 CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
     typed boolean, ordered boolean, priority text)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
-                  cfg.id_column, cfg.text_column, cfg.tbl,
-                  CASE WHEN typed THEN '' ELSE '::bigint' END)
+    SELECT CASE WHEN cfg.text_expression IS NULL
+                THEN format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
+                            cfg.id_column, cfg.text_column, cfg.tbl,
+                            CASE WHEN typed THEN '' ELSE '::bigint' END)
+                -- (OFFSET 0: the expression is computed once per row)
+                ELSE format('SELECT d.%1$I%4$s, x.text FROM %3$s d
+                             CROSS JOIN LATERAL (SELECT %2$s AS text OFFSET 0) x
+                             WHERE x.text IS NOT NULL',
+                            cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', true),
+                            cfg.tbl, CASE WHEN typed THEN '' ELSE '::bigint' END) END
         -- (a line break ends a comment the priority may end with)
         || CASE WHEN ordered THEN format(E' ORDER BY %s d.%I', priority || E'\n,', cfg.id_column)
                 ELSE '' END
@@ -832,7 +946,7 @@ BEGIN
             ('lsh_params', NULL, 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
             ('minhash_components', NULL, 'connected components of a graph given as (id_a, id_b) edge arrays'),
             ('minhash_format_version', NULL, 'the signature format version this build computes'),
-            ('minhash_index_create', NULL, 'create a managed MinHash index on a table''s text column and fill it'),
+            ('minhash_index_create', NULL, 'create a managed MinHash index on a table''s text column or text expression and fill it'),
             ('minhash_index_drop', NULL, 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
             ('minhash_index_rebuild', NULL, 'rebuild a table''s managed MinHash index from its rows'),
             ('minhash_index_check', NULL, 'count the band rows a table''s managed index misses and holds in excess of its rows'),

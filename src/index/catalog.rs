@@ -20,6 +20,7 @@ use super::extension::Extension;
 use super::key::KeyType;
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
+use super::text::TextSource;
 use super::{index_params, spi_failed};
 
 /// Prepared statements kept per backend: the catalog query and the two lookup queries of each
@@ -150,7 +151,8 @@ fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
 pub(super) struct IndexConfig {
     pub(super) tbl: pg_sys::Oid,
     pub(super) id_column: String,
-    pub(super) text_column: String,
+    /// Where rows' texts come from: the text column or the text expression.
+    pub(super) text: TextSource,
     pub(super) band_table: pg_sys::Oid,
     /// How the band table stores ids (`bigint` for integer keys).
     pub(super) key: KeyType,
@@ -238,7 +240,8 @@ impl IndexConfig {
         let sql = format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8
+                    i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8,
+                    i.text_expression
              FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
         );
         let row = with_prepared(
@@ -254,7 +257,7 @@ impl IndexConfig {
                 let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
                 let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
                 Ok(Some((
-                    (text(1)?, text(2)?),
+                    (text(1)?, row.get::<String>(2)?, row.get::<String>(11)?),
                     row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
                     (int(4)?, int(5)?, text(6)?),
                     row.get::<f64>(7)?.expect("NOT NULL column"),
@@ -263,8 +266,14 @@ impl IndexConfig {
                 )))
             },
         );
-        let ((id_column, text_column), band_table, (k, ngram, unit), threshold, banding, xmax) =
-            row?;
+        let (
+            (id_column, text_column, text_expression),
+            band_table,
+            (k, ngram, unit),
+            threshold,
+            banding,
+            xmax,
+        ) = row?;
         // A row deleted since the snapshot was taken that names a band table dropped since: the
         // index was dropped (and maybe created again) while the statement waited for its lock.
         // SAFETY: a syscache lookup (always current, unlike the snapshot that read the row) and
@@ -291,13 +300,14 @@ impl IndexConfig {
             };
             (KeyType::of(stored), column)
         };
+        let text = TextSource::new(tbl, text_column, text_expression);
         Some(IndexConfig {
             tbl,
-            sql: Self::lookup_sql(tbl, band_table, &id_column, &text_column, key),
+            sql: Self::lookup_sql(tbl, band_table, &id_column, &text, key),
             band_index: BandIndex::find(band_table, key),
-            row_index: RowIndex::find(tbl, &id_column, &text_column, key),
+            row_index: RowIndex::find(tbl, &id_column, key),
             id_column,
-            text_column,
+            text,
             band_table,
             key,
             id_type,
@@ -311,14 +321,14 @@ impl IndexConfig {
     /// Raises 42501 unless the current user may read the id and text columns of the table
     /// (table-level SELECT, or SELECT on both columns), as a query of them would.
     pub(super) fn check_readable(&self) {
-        if !self.may_select(&[&self.id_column, &self.text_column]) {
+        let mut columns = vec![self.id_column.as_str()];
+        columns.extend(self.text.columns());
+        if !self.may_select(&columns) {
+            let names: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
             raise(
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!("permission denied for table {}", regclass_name(self.tbl)),
-                Some(format!(
-                    "A lookup reads the columns \"{}\" and \"{}\".",
-                    self.id_column, self.text_column
-                )),
+                Some(format!("A lookup reads the columns {}.", names.join(", "))),
             );
         }
     }

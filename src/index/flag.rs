@@ -14,7 +14,7 @@ use crate::core::jaccard::ShingleSet;
 use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::error::raise;
 use crate::pg::names::regclass_name;
-use crate::pg::tuple::{column, varlena_bytes};
+use crate::pg::tuple::column;
 use crate::sql::interrupts;
 
 use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
@@ -24,6 +24,7 @@ use super::key::{Id, KeyType};
 use super::owner::as_owner;
 use super::restore::has_sync_trigger;
 use super::sync::{claim_band_rows, withdraw_claim};
+use super::text::utf8;
 use super::{band_entry, checked_threshold, float8_text};
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
@@ -89,7 +90,7 @@ impl IndexConfig {
             let ids: Vec<Id> = candidates.iter().map(|(id, _)| id.clone()).collect();
             // every version of each candidate row: (id, at or above the threshold, state)
             let mut versions = Vec::new();
-            row_index.fetch_dirty(&ids, |id, text, state| {
+            row_index.fetch_dirty(&self.text, &ids, |id, text, state| {
                 candidate.rebuild(text, self.shingling, &mut interrupts);
                 let similarity = candidate.jaccard(&query_set);
                 versions.push((id.clone(), similarity, state));
@@ -311,9 +312,15 @@ fn minhash_flag_duplicate<'a>(
             }
             None => IndexConfig::get(client, fn_oid, tbl),
         };
-        let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
-        // SAFETY: an UPDATE row trigger has both rows, described by `tupdesc`.
-        if update && unsafe { same_bytes(data, tupdesc, text_attno) } {
+        // SAFETY: the trigger's relation and its descriptor.
+        let text = unsafe { cfg.text.reader(tbl, tupdesc) };
+        // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described
+        // by its descriptor.
+        let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
+            let old = update.then(|| text.tuple_text(data.tg_trigtuple));
+            (text.tuple_text(tuple), old)
+        });
+        if update && old_doc == Some(doc) {
             return None;
         }
         let mode = mode.unwrap_or_else(|| {
@@ -330,10 +337,7 @@ fn minhash_flag_duplicate<'a>(
         let (doc, own_ids) = unsafe {
             let id = |tuple| id_attribute(tuple, tupdesc, id_attno, id_type, cfg.key);
             let old_id = update.then(|| id(data.tg_trigtuple)).flatten();
-            (
-                text_attribute(tuple, tupdesc, text_attno),
-                [id(tuple), old_id],
-            )
+            (doc.map(utf8), [id(tuple), old_id])
         };
         // Like a constraint, the trigger sees every row, whoever writes: it writes the row's
         // band rows first and then checks them against every row committed or in progress, as
@@ -512,23 +516,6 @@ unsafe extern "C-unwind" fn add_constraint_names(arg: *mut std::ffi::c_void) {
 const FLAG_HINT: &str =
     "The first trigger argument names the column that receives the duplicate's id.";
 
-/// Whether an UPDATE's old and new row have the same bytes (or both NULL) in attribute `attno`.
-///
-/// # Safety
-/// `data` is an UPDATE row trigger's data; `attno` is a varlena attribute of `tupdesc`, which
-/// describes both rows.
-unsafe fn same_bytes(data: &pg_sys::TriggerData, tupdesc: pg_sys::TupleDesc, attno: usize) -> bool {
-    let bytes = |tuple: *mut pg_sys::HeapTupleData| {
-        let mut is_null = false;
-        // SAFETY: per the contract.
-        unsafe {
-            let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
-            (!is_null).then(|| varlena_bytes(datum))
-        }
-    };
-    bytes(data.tg_trigtuple) == bytes(data.tg_newtuple)
-}
-
 /// The trigger's arguments as given to CREATE TRIGGER.
 fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
     (0..trigger.tgnargs as usize)
@@ -539,23 +526,6 @@ fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
                 .into_owned()
         })
         .collect()
-}
-
-/// A text or varchar attribute, NULL as None.
-///
-/// # Safety
-/// `attno` is a text or varchar attribute of `tupdesc`, which describes `tuple`.
-unsafe fn text_attribute<'t>(
-    tuple: *mut pg_sys::HeapTupleData,
-    tupdesc: pg_sys::TupleDesc,
-    attno: usize,
-) -> Option<&'t str> {
-    let mut is_null = false;
-    // SAFETY: per the contract; text and varchar share one representation.
-    unsafe {
-        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
-        <&str as FromDatum>::from_datum(datum, is_null)
-    }
 }
 
 /// The id attribute, as the band table stores it (`key`), NULL as None.

@@ -32,6 +32,7 @@ mod similar;
 mod sync;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
+mod text;
 
 /// The schema of the extension's internal functions (see sql/index.sql).
 #[pg_schema]

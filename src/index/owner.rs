@@ -19,21 +19,59 @@ use crate::pg::names::{regclass_name, Regclass};
 /// The search path inside [`as_owner`].
 const SAFE_SEARCH_PATH: &CStr = c"pg_catalog, pg_temp";
 
+/// The search path set by [`with_safe_search_path`], restored when it is dropped, also while
+/// an error unwinds through it.
+struct SearchPathScope {
+    nest_level: c_int,
+}
+
+impl SearchPathScope {
+    fn enter() -> Self {
+        // SAFETY: a GUC nest level opened here and closed by `drop`, as fmgr_security_definer
+        // does for a function's SET clause (GUC_ACTION_SAVE is allowed in parallel mode).
+        unsafe {
+            let nest_level = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                SAFE_SEARCH_PATH.as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            SearchPathScope { nest_level }
+        }
+    }
+}
+
+impl Drop for SearchPathScope {
+    fn drop(&mut self) {
+        // SAFETY: pops the level `enter` opened; does not raise.
+        unsafe { pg_sys::AtEOXact_GUC(!std::thread::panicking(), self.nest_level) };
+    }
+}
+
+/// Runs `f` with the search path `pg_catalog, pg_temp`.
+fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
+    let scope = SearchPathScope::enter();
+    let result = f();
+    drop(scope);
+    result
+}
+
 /// The role and security context saved by [`as_owner`], restored when it is dropped, also
 /// while an error unwinds through it.
 struct OwnerScope {
     user: pg_sys::Oid,
     context: c_int,
-    nest_level: c_int,
 }
 
 impl Drop for OwnerScope {
     fn drop(&mut self) {
-        // SAFETY: undoes exactly what `as_owner` did, innermost first; neither call raises.
-        unsafe {
-            pg_sys::AtEOXact_GUC(!std::thread::panicking(), self.nest_level);
-            pg_sys::SetUserIdAndSecContext(self.user, self.context);
-        }
+        // SAFETY: restores what `as_owner` saved; does not raise.
+        unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
     }
 }
 
@@ -42,30 +80,19 @@ pub(crate) fn as_owner<T>(owner: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     let mut scope = OwnerScope {
         user: pg_sys::InvalidOid,
         context: 0,
-        nest_level: 0,
     };
     // SAFETY: as index_build() switches to the table owner: the previous role and context are
-    // saved first and restored by `scope` on every way out, and the GUC nest level is popped
-    // there too (a transaction abort would also restore both).
+    // saved first and restored by `scope` on every way out (a transaction abort would also
+    // restore them).
     unsafe {
         pg_sys::GetUserIdAndSecContext(&mut scope.user, &mut scope.context);
         pg_sys::SetUserIdAndSecContext(
             owner,
             scope.context | pg_sys::SECURITY_RESTRICTED_OPERATION as c_int,
         );
-        scope.nest_level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            SAFE_SEARCH_PATH.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
     }
-    let result = f();
+    // (the search path is popped before the role is restored, innermost first)
+    let result = with_safe_search_path(f);
     drop(scope);
     result
 }

@@ -18,12 +18,12 @@ use std::ffi::CString;
 use std::ptr;
 
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 use pgrx::PgMemoryContexts;
 
 use crate::pg::compat;
 
 use super::key::{Id, KeyType};
+use super::text::{utf8, TextReader, TextSource};
 
 /// A B-tree of `table` that a lookup reads directly.
 #[derive(Clone, Copy)]
@@ -415,18 +415,12 @@ pub(super) struct RowIndex {
     /// How the band table stores ids.
     key: KeyType,
     equality: Equality,
-    text_attno: i16,
 }
 
 impl RowIndex {
     /// The fitting B-tree of `table`, if it has one.
-    pub(super) fn find(
-        table: pg_sys::Oid,
-        id_column: &str,
-        text_column: &str,
-        key: KeyType,
-    ) -> Option<Self> {
-        let (id, text_attno) = (attnum(table, id_column), attnum(table, text_column));
+    pub(super) fn find(table: pg_sys::Oid, id_column: &str, key: KeyType) -> Option<Self> {
+        let id = attnum(table, id_column);
         // SAFETY: a catalog lookup of an existing attribute.
         let id_type = unsafe { pg_sys::get_atttype(table, id) };
         let (direct, equality) = DirectIndex::find(table, |attnums, keys, unique, first| {
@@ -436,7 +430,6 @@ impl RowIndex {
                 && keys == 1
                 && attnums.first() == Some(&id)
                 && id != 0
-                && text_attno != 0
                 && integer == key.integer)
                 .then(|| first.equality())
                 .flatten()
@@ -446,7 +439,6 @@ impl RowIndex {
             id_type,
             key,
             equality,
-            text_attno,
         })
     }
 
@@ -459,12 +451,12 @@ impl RowIndex {
         self.direct.readable()
     }
 
-    /// Calls `row(id, text)` for each row with one of the ids `ids` and a text that the active
-    /// snapshot sees. Only after [`RowIndex::readable`].
-    pub(super) fn fetch(&self, ids: &[Id], mut row: impl FnMut(&Id, &str)) {
+    /// Calls `row(id, text)` for each row with one of the ids `ids` and a text (read from
+    /// `text`) that the active snapshot sees. Only after [`RowIndex::readable`].
+    pub(super) fn fetch(&self, text: &TextSource, ids: &[Id], mut row: impl FnMut(&Id, &str)) {
         // SAFETY: after `readable`, under the active snapshot.
         unsafe {
-            self.fetch_under(pg_sys::GetActiveSnapshot(), ids, |id, text, _| {
+            self.fetch_under(pg_sys::GetActiveSnapshot(), text, ids, |id, text, _| {
                 row(id, text)
             })
         }
@@ -473,10 +465,15 @@ impl RowIndex {
     /// Calls `row(id, text, state)` for each row with one of the ids `ids` and a text that a
     /// dirty snapshot sees (see [`BandIndex::scan_dirty`]): a row another transaction is
     /// inserting, updating or deleting may come with more than one version.
-    pub(super) fn fetch_dirty(&self, ids: &[Id], row: impl FnMut(&Id, &str, RowState)) {
+    pub(super) fn fetch_dirty(
+        &self,
+        text: &TextSource,
+        ids: &[Id],
+        row: impl FnMut(&Id, &str, RowState),
+    ) {
         let mut dirty = dirty_snapshot();
         // SAFETY: the dirty snapshot outlives the scan.
-        unsafe { self.fetch_under(&mut dirty, ids, row) }
+        unsafe { self.fetch_under(&mut dirty, text, ids, row) }
     }
 
     /// The fetches of [`RowIndex::fetch`] and [`RowIndex::fetch_dirty`].
@@ -487,6 +484,7 @@ impl RowIndex {
     unsafe fn fetch_under(
         &self,
         snapshot: pg_sys::Snapshot,
+        text: &TextSource,
         ids: &[Id],
         mut row: impl FnMut(&Id, &str, RowState),
     ) {
@@ -500,6 +498,7 @@ impl RowIndex {
         // detoasted texts are freed row by row
         let mut texts = PgMemoryContexts::new("pg_minhash candidate texts");
         let mut next = wanted.iter();
+        let mut reader = None;
         // SAFETY: per the contract; the index's first column is the id, compared by
         // `self.equality` with datums of its operator class's input type: the same bits for
         // int2, int4 and int8 alike, the column's own type otherwise. The slot holds a heap
@@ -510,8 +509,10 @@ impl RowIndex {
                 false,
                 self.equality,
                 wanted.iter().map(|id| self.key.datum(id)),
-                |scan, _, slot| {
+                |scan, heap, slot| {
                     let id = *next.next().expect("one scan per id");
+                    let reader: &TextReader = reader
+                        .get_or_insert_with(|| text.reader(self.direct.table, (*heap).rd_att));
                     while pg_sys::index_getnext_slot(
                         scan,
                         pg_sys::ScanDirection::ForwardScanDirection,
@@ -526,16 +527,12 @@ impl RowIndex {
                             inserting: write.is_some_and(|(_, inserting)| inserting),
                             in_snapshot: !dirty || in_snapshot(slot),
                         };
-                        let mut is_null = false;
-                        let datum =
-                            pg_sys::slot_getattr(slot, self.text_attno.into(), &mut is_null);
-                        if !is_null {
-                            texts.switch_to(|_| {
-                                let text = <&str as FromDatum>::from_datum(datum, false);
-                                row(id, text.expect("not NULL"), state);
-                            });
-                            texts.reset();
-                        }
+                        texts.switch_to(|_| {
+                            if let Some(text) = reader.slot_text(slot) {
+                                row(id, utf8(text), state);
+                            }
+                        });
+                        texts.reset();
                     }
                 },
             );

@@ -24,6 +24,7 @@ use super::catalog::{with_prepared, IndexConfig};
 use super::key::{Id, KeyType};
 use super::owner::{as_owner, relation_owner};
 use super::scan::{BandIndex, RowIndex};
+use super::text::TextSource;
 use super::{
     band_entry, checked_threshold, for_each_spi_row, for_each_text_row, notice_low_threshold,
 };
@@ -38,10 +39,10 @@ impl IndexConfig {
         tbl: pg_sys::Oid,
         band_table: pg_sys::Oid,
         id_column: &str,
-        text_column: &str,
+        text: &TextSource,
         key: KeyType,
     ) -> [String; 2] {
-        let (id, text) = (quote_ident_str(id_column), quote_ident_str(text_column));
+        let (id, text) = (quote_ident_str(id_column), text.caller_sql(tbl, "t"));
         // integer ids of any width come as int8, like the band table stores them
         let cast = if key.integer { "::pg_catalog.int8" } else { "" };
         [
@@ -51,7 +52,7 @@ impl IndexConfig {
                 bands = qualified_name(band_table),
             ),
             format!(
-                "SELECT t.{id}{cast}, t.{text}::pg_catalog.text FROM {tbl} t
+                "SELECT t.{id}{cast}, {text}::pg_catalog.text FROM {tbl} t
                  WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",
                 tbl = qualified_name(tbl),
             ),
@@ -118,7 +119,9 @@ impl IndexConfig {
             }
         };
         match self.row_index.filter(RowIndex::readable) {
-            Some(index) => index.fetch(&ids, verify),
+            Some(index) => self.text.evaluating(relation_owner(self.tbl), || {
+                index.fetch(&self.text, &ids, verify)
+            }),
             None => {
                 let (arg, arg_type) = self.key.array_arg(&ids);
                 with_prepared(client, rows_sql, arg_type, arg, |table| {

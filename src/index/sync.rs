@@ -33,8 +33,9 @@ use super::band_entry;
 use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
+use super::text::{utf8, TextReader};
 use crate::pg::names::{qualified_name, regclass_name};
-use crate::pg::tuple::{column, varlena_bytes};
+use crate::pg::tuple::column;
 
 use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
 use super::owner::as_owner;
@@ -179,7 +180,7 @@ struct TransitionRows {
     id_attno: c_int,
     id_type: pg_sys::Oid,
     key: KeyType,
-    text_attno: c_int,
+    text: TextReader,
 }
 
 impl TransitionRows {
@@ -195,7 +196,7 @@ impl TransitionRows {
         unsafe {
             let tupdesc = (*data.tg_relation).rd_att;
             let tbl = (*data.tg_relation).rd_id;
-            let (text_attno, _, _) = column(tupdesc, tbl, &cfg.text_column, COLUMNS_HINT);
+            let text = cfg.text.reader(tbl, tupdesc);
             let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
             let slots = tables.map(|rows| {
                 if rows.is_null() {
@@ -214,7 +215,7 @@ impl TransitionRows {
                 id_attno: id_attno as c_int,
                 id_type,
                 key: cfg.key,
-                text_attno: text_attno as c_int,
+                text,
             }
         }
     }
@@ -244,8 +245,7 @@ impl TransitionRows {
             let outer = pg_sys::MemoryContextSwitchTo(self.memory.value());
             let id = pg_sys::slot_getattr(slot, self.id_attno, &mut is_null);
             let id = (!is_null).then(|| self.key.id(id, self.id_type));
-            let text = pg_sys::slot_getattr(slot, self.text_attno, &mut is_null);
-            let text = (!is_null).then(|| varlena_bytes(text));
+            let text = self.text.slot_text(slot);
             pg_sys::MemoryContextSwitchTo(outer);
             Row { id, text }
         }
@@ -268,16 +268,7 @@ impl TransitionRows {
 
 /// The band keys and sketch of a row's text (see [`band_entry`]).
 fn row_entry(row: &Row<'_>, cfg: &IndexConfig) -> Option<(Vec<i64>, BandSketch)> {
-    let text = row.text?;
-    // text in a UTF-8 database (minhash_index_create refuses others) is valid UTF-8
-    let doc = std::str::from_utf8(text).unwrap_or_else(|_| {
-        raise(
-            PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
-            "text of an indexed row is not valid UTF-8",
-            None,
-        )
-    });
-    band_entry(doc, cfg.k, cfg.shingling, cfg.banding)
+    band_entry(utf8(row.text?), cfg.k, cfg.shingling, cfg.banding)
 }
 
 /// Calls `f` with each row of `table`; for an UPDATE (`pairs` = (old, new)), with the old

@@ -229,7 +229,8 @@ mod tests {
         let table_readers =
             "'_minhash_search_pairs', '_minhash_search_clusters', 'minhash_similar',
              'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads',
-             '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters'";
+             '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters',
+             '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql'";
         let table_writers = "'_minhash_as_owner', '_minhash_link_band_table'";
         let wrong_c = one::<Vec<String>>(&format!(
             "SELECT coalesce(array_agg(p.proname::text), '{{}}') {members}
@@ -244,7 +245,7 @@ mod tests {
                         ('lsh_bands', 'minhash_similar', 'minhash_matches', '_minhash_threshold',
                          '_minhash_query_threshold',
                          '_minhash_as_owner', '_minhash_cluster_mode', '_minhash_search_keyed_pairs',
-                         '_minhash_search_keyed_clusters')))"
+                         '_minhash_search_keyed_clusters', '_minhash_row_text')))"
         ));
         assert_eq!(wrong_c, Some(vec![]));
         let readers = one::<Vec<String>>(&format!(

@@ -1,0 +1,561 @@
+//! The text of a row, as an index reads it: one column (`text_column`), or an SQL expression
+//! over the row's columns (`text_expression`).
+//!
+//! An expression is kept in the catalog as text, in the form PostgreSQL prints it back with
+//! the search path set to `pg_catalog, pg_temp`: every function, operator and type outside
+//! `pg_catalog` is schema-qualified, columns are named bare. It is parsed, planned and run
+//! only as the table's owner inside a security-restricted operation with that search path
+//! (`owner::as_owner`), whoever writes or reads the table: the names in it mean what they
+//! meant when the index was made, and the owner's code never runs with another role's
+//! rights. It must be IMMUTABLE and may use only the row's own columns: no subqueries,
+//! aggregates, window or set-returning functions (the checks of an index expression), system
+//! columns or whole-row references.
+//!
+//! SQL that runs as the owner (backfill, check) computes it inline over the bare column names,
+//! SQL that runs as the caller through [`_minhash_row_text`] (both made by `_minhash_text_sql`
+//! in `sql/index.sql`, and [`TextSource::caller_sql`]), Rust over a tuple slot of the table
+//! ([`TextReader`]).
+
+use std::ffi::{c_int, CStr, CString};
+use std::mem::ManuallyDrop;
+
+use pgrx::prelude::*;
+use pgrx::{is_a, PgList};
+use pgrx::{AnyElement, PgMemoryContexts, PgSqlErrorCode};
+
+use crate::pg::error::raise;
+use crate::pg::names::{quote_ident_str, regclass_name, Regclass};
+use crate::pg::tuple::{column, varlena_bytes};
+
+use super::catalog::{IndexConfig, COLUMNS_HINT};
+use super::owner::{as_owner, relation_owner};
+
+/// Where an index reads the text of a row.
+pub(super) enum TextSource {
+    Column(String),
+    Expression(Expression),
+}
+
+/// A text expression as the catalog keeps it, analyzed against the table.
+pub(super) struct Expression {
+    /// The catalog's text of the expression.
+    pub(super) text: String,
+    /// The planned expression tree (`nodeToString`), whose columns are the table's attribute
+    /// numbers at the time the catalog row was read.
+    plan: CString,
+    /// The columns it reads, in the order of their attribute numbers.
+    pub(super) columns: Vec<String>,
+    /// Their attribute numbers.
+    attnos: Vec<i16>,
+}
+
+impl TextSource {
+    /// The source of an index with text column `column` or text expression `expression` (one
+    /// of the two), analyzed against `tbl`.
+    pub(super) fn new(
+        tbl: pg_sys::Oid,
+        column: Option<String>,
+        expression: Option<String>,
+    ) -> Self {
+        match (column, expression) {
+            (_, Some(text)) => TextSource::Expression(analyze(tbl, &text)),
+            (Some(column), None) => TextSource::Column(column),
+            (None, None) => unreachable!("the catalog's CHECK keeps one of the two"),
+        }
+    }
+
+    /// The text of the row `alias` of `tbl` in SQL that runs with the caller's rights: the
+    /// column, or the expression computed by [`_minhash_row_text`] (as the table's owner).
+    pub(super) fn caller_sql(&self, tbl: pg_sys::Oid, alias: &str) -> String {
+        match self {
+            TextSource::Column(name) => format!("{alias}.{}", quote_ident_str(name)),
+            TextSource::Expression(e) => format!(
+                "minhash_internal._minhash_row_text({}::pg_catalog.oid::pg_catalog.regclass, \
+                 ROW({}))",
+                tbl.to_u32(),
+                e.columns
+                    .iter()
+                    .map(|c| format!("{alias}.{}", quote_ident_str(c)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// The columns the text is read from.
+    pub(super) fn columns(&self) -> Vec<&str> {
+        match self {
+            TextSource::Column(name) => vec![name.as_str()],
+            TextSource::Expression(e) => e.columns.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// Runs `f`, which reads texts of rows of the table owned by `owner`: an expression, the
+    /// owner's code, only ever runs as the owner inside a security-restricted operation (see
+    /// `owner`), whoever reads the table.
+    pub(super) fn evaluating<T>(&self, owner: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+        match self {
+            TextSource::Column(_) => f(),
+            TextSource::Expression(_) => as_owner(owner, f),
+        }
+    }
+
+    /// A reader of the text of rows of the relation `tbl` with descriptor `tupdesc` (42703 if
+    /// the column is gone).
+    ///
+    /// # Safety
+    /// `tupdesc` is the current descriptor of `tbl` and outlives the reader.
+    pub(super) unsafe fn reader(&self, tbl: pg_sys::Oid, tupdesc: pg_sys::TupleDesc) -> TextReader {
+        match self {
+            TextSource::Column(name) => {
+                let (attno, _, _) = column(tupdesc, tbl, name, COLUMNS_HINT);
+                TextReader {
+                    attno: attno as c_int,
+                    state: std::ptr::null_mut(),
+                    econtext: std::ptr::null_mut(),
+                    slot: std::ptr::null_mut(),
+                    tupdesc,
+                }
+            }
+            // SAFETY: the plan was made from a tree of this table's columns; the state and
+            // context are made in the current memory context and freed by `drop`.
+            TextSource::Expression(e) => unsafe {
+                let expr = pg_sys::stringToNode(e.plan.as_ptr()).cast::<pg_sys::Expr>();
+                TextReader {
+                    attno: 0,
+                    state: pg_sys::ExecInitExpr(expr, std::ptr::null_mut()),
+                    econtext: pg_sys::CreateStandaloneExprContext(),
+                    slot: pg_sys::MakeSingleTupleTableSlot(tupdesc, &pg_sys::TTSOpsHeapTuple),
+                    tupdesc,
+                }
+            },
+        }
+    }
+}
+
+/// Reads the text of rows of one relation: a column's value or an expression's result.
+pub(super) struct TextReader {
+    /// The text column's attribute number; 0 for an expression.
+    attno: c_int,
+    state: *mut pg_sys::ExprState,
+    econtext: *mut pg_sys::ExprContext,
+    /// A slot for the heap tuples an expression reads (see [`TextReader::tuple_text`]).
+    slot: *mut pg_sys::TupleTableSlot,
+    tupdesc: pg_sys::TupleDesc,
+}
+
+impl TextReader {
+    /// The text of the row in `slot`, detoasted or computed in the current memory context;
+    /// None for NULL.
+    ///
+    /// # Safety
+    /// `slot` holds a row of the reader's relation; the bytes live as long as the row and the
+    /// current memory context.
+    pub(super) unsafe fn slot_text<'a>(
+        &self,
+        slot: *mut pg_sys::TupleTableSlot,
+    ) -> Option<&'a [u8]> {
+        let mut is_null = false;
+        // SAFETY: per the contract; text and varchar share one representation (the
+        // expression's type was checked to be one of them). The expression is evaluated as
+        // ExecEvalExpr does, allocating in the current memory context.
+        unsafe {
+            let datum = if self.state.is_null() {
+                pg_sys::slot_getattr(slot, self.attno, &mut is_null)
+            } else {
+                (*self.econtext).ecxt_scantuple = slot;
+                let eval = (*self.state).evalfunc.expect("an initialized expression");
+                eval(self.state, self.econtext, &mut is_null)
+            };
+            (!is_null).then(|| varlena_bytes(datum))
+        }
+    }
+
+    /// [`TextReader::slot_text`] of a heap tuple (not kept: it is stored in the reader's slot
+    /// only while it is read).
+    ///
+    /// # Safety
+    /// `tuple` is a row of the reader's relation, described by its descriptor.
+    pub(super) unsafe fn tuple_text<'a>(
+        &self,
+        tuple: *mut pg_sys::HeapTupleData,
+    ) -> Option<&'a [u8]> {
+        // SAFETY: per the contract; the slot is made for the reader's descriptor and only
+        // borrows the tuple.
+        unsafe {
+            if self.state.is_null() {
+                let mut is_null = false;
+                let datum = pg_sys::heap_getattr(tuple, self.attno, self.tupdesc, &mut is_null);
+                return (!is_null).then(|| varlena_bytes(datum));
+            }
+            pg_sys::ExecStoreHeapTuple(tuple, self.slot, false);
+            let text = self.slot_text(self.slot);
+            text
+        }
+    }
+}
+
+impl Drop for TextReader {
+    fn drop(&mut self) {
+        // SAFETY: made by `reader` and `tuple_text`, freed once. (On an error the memory
+        // context they live in is freed instead.)
+        unsafe {
+            if !self.slot.is_null() {
+                pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+            }
+            if !self.econtext.is_null() {
+                pg_sys::FreeExprContext(self.econtext, true);
+            }
+        }
+    }
+}
+
+/// What [`_minhash_row_text`] keeps per call site (in `fn_extra`), made on its first call.
+struct RowText {
+    /// Lives in the call site's memory context, freed with it (not dropped: the context's
+    /// children, among them the expression context's, are gone by then).
+    reader: ManuallyDrop<TextReader>,
+    owner: pg_sys::Oid,
+    /// The table's descriptor and the attribute numbers of the expression's columns.
+    tupdesc: pg_sys::TupleDesc,
+    attnos: Vec<i16>,
+    /// The descriptor of the records passed in, checked against those columns, and its typmod.
+    record: Option<(i32, pg_sys::TupleDesc)>,
+    /// The call site's memory context.
+    memory: pg_sys::MemoryContext,
+}
+
+/// Internal to the searches whose SQL runs with the caller's rights (a lookup that cannot read
+/// the table directly, `minhash_duplicates`, `minhash_clusters`): the text of a row of `tbl`
+/// under its index's text expression, from `columns`, a record of the columns the expression
+/// reads (`ROW(t.a, t.b)`, as [`TextSource::caller_sql`] writes it: a caller with SELECT on
+/// those columns alone may read them, unlike the whole row). The expression runs as the
+/// table's owner inside a security-restricted operation (see [`TextSource::evaluating`]), never
+/// as the caller, who must be allowed to read the columns it uses (42501), as for a lookup.
+#[pg_extern(stable, parallel_safe, schema = "minhash_internal")]
+fn _minhash_row_text(
+    tbl: Regclass,
+    columns: Option<AnyElement>,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> Option<String> {
+    let tbl = tbl.0;
+    // SAFETY: this call's fcinfo; the cache is made once per call site in its memory context
+    // and read back from fn_extra as the type stored there.
+    let cache = unsafe {
+        let flinfo = (*fcinfo).flinfo;
+        if (*flinfo).fn_extra.is_null() {
+            let fn_oid = (*flinfo).fn_oid;
+            let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl));
+            cfg.check_readable();
+            let TextSource::Expression(expression) = &cfg.text else {
+                raise(
+                    PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+                    format!(
+                        "the minhash index of {} has no text expression",
+                        regclass_name(tbl)
+                    ),
+                    None,
+                );
+            };
+            let mut memory = PgMemoryContexts::For((*flinfo).fn_mcxt);
+            let cache = memory.switch_to(|_| {
+                let rel = pg_sys::relation_open(tbl, pg_sys::AccessShareLock as c_int);
+                let tupdesc = pg_sys::CreateTupleDescCopy((*rel).rd_att);
+                pg_sys::relation_close(rel, pg_sys::NoLock as c_int);
+                RowText {
+                    reader: ManuallyDrop::new(cfg.text.reader(tbl, tupdesc)),
+                    owner: relation_owner(tbl),
+                    tupdesc,
+                    attnos: expression.attnos.clone(),
+                    record: None,
+                    memory: (*flinfo).fn_mcxt,
+                }
+            });
+            (*flinfo).fn_extra = memory.leak_and_drop_on_delete(cache).cast();
+        }
+        &mut *(*flinfo).fn_extra.cast::<RowText>()
+    };
+    let columns = columns?.datum();
+    // SAFETY: a composite datum (checked against the columns by `row`); the tuple made from it
+    // is read while it lives.
+    unsafe {
+        let mut tuple = cache.row(columns);
+        cache.text_as_owner(&mut tuple)
+    }
+}
+
+impl RowText {
+    /// A row of the table with the values of `columns` in the expression's columns (and NULL
+    /// in the others, which it does not read); 42804 unless `columns` is a record of exactly
+    /// those columns' types.
+    ///
+    /// # Safety
+    /// `columns` is a composite datum.
+    unsafe fn row(&mut self, columns: pg_sys::Datum) -> pg_sys::HeapTupleData {
+        // SAFETY: per the contract; descriptors are looked up by the record's own type and
+        // typmod, copied into the call site's context (the cache's), and match the values.
+        unsafe {
+            let header = pg_sys::pg_detoast_datum(columns.cast_mut_ptr())
+                .cast::<pg_sys::HeapTupleHeaderData>();
+            let typid = (*header).t_choice.t_datum.datum_typeid;
+            let typmod = (*header).t_choice.t_datum.datum_typmod;
+            let record = match self.record {
+                Some((cached, desc)) if cached == typmod && typid == pg_sys::RECORDOID => desc,
+                _ => {
+                    let desc = PgMemoryContexts::For(self.memory)
+                        .switch_to(|_| pg_sys::lookup_rowtype_tupdesc_copy(typid, typmod));
+                    let table = crate::pg::compat::attributes(self.tupdesc);
+                    let fields = crate::pg::compat::attributes(desc);
+                    let fits = fields.len() == self.attnos.len()
+                        && fields
+                            .iter()
+                            .zip(&self.attnos)
+                            .all(|(f, &a)| f.atttypid == table[a as usize - 1].atttypid);
+                    if !fits {
+                        raise(
+                            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                            "columns must be a record of the columns the text expression reads",
+                            None,
+                        );
+                    }
+                    self.record = Some((typmod, desc));
+                    desc
+                }
+            };
+            let mut source = pg_sys::HeapTupleData {
+                t_len: pgrx::varlena::varsize_any(header.cast()) as u32,
+                t_self: pg_sys::ItemPointerData::default(),
+                t_tableOid: pg_sys::InvalidOid,
+                t_data: header,
+            };
+            let n = self.attnos.len();
+            let (mut values, mut nulls) = (vec![pg_sys::Datum::from(0); n], vec![false; n]);
+            pg_sys::heap_deform_tuple(&mut source, record, values.as_mut_ptr(), nulls.as_mut_ptr());
+            let natts = (*self.tupdesc).natts as usize;
+            let (mut row_values, mut row_nulls) =
+                (vec![pg_sys::Datum::from(0); natts], vec![true; natts]);
+            for (i, &attno) in self.attnos.iter().enumerate() {
+                row_values[attno as usize - 1] = values[i];
+                row_nulls[attno as usize - 1] = nulls[i];
+            }
+            *pg_sys::heap_form_tuple(
+                self.tupdesc,
+                row_values.as_mut_ptr(),
+                row_nulls.as_mut_ptr(),
+            )
+        }
+    }
+
+    /// The text of `tuple`, read as the table's owner.
+    ///
+    /// # Safety
+    /// `tuple` is a row of the table, described by the reader's descriptor.
+    unsafe fn text_as_owner(&self, tuple: &mut pg_sys::HeapTupleData) -> Option<String> {
+        // SAFETY: per the contract.
+        as_owner(self.owner, || unsafe {
+            self.reader
+                .tuple_text(tuple)
+                .map(|text| utf8(text).to_owned())
+        })
+    }
+}
+
+/// Internal to `minhash_index_create` and the DDL event trigger: `expression` checked as the
+/// text expression of a minhash index on `tbl`, in the form the catalog keeps it (see the
+/// module documentation). Errors: 42601 for what is not one expression, 42703 for an unknown
+/// column, 42883 for an unknown function, 42804 for a result that is not text or varchar,
+/// 42P17 for one that is not IMMUTABLE, 0A000 for system columns and whole-row references,
+/// and the errors of an index expression for subqueries, aggregates, window and set-returning
+/// functions.
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_text_expression(tbl: Regclass, expression: &str) -> String {
+    analyze(tbl.0, expression).text
+}
+
+/// Internal to `_minhash_text_sql`: the text expression `expression` of the index of `tbl` in
+/// SQL that runs with the caller's rights, for the row `alias` (see [`TextSource::caller_sql`]).
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_row_text_sql(tbl: Regclass, expression: &str, alias: &str) -> String {
+    TextSource::Expression(analyze(tbl.0, expression)).caller_sql(tbl.0, alias)
+}
+
+/// Parses and checks `text` as an expression over the columns of `tbl` (see
+/// [`_minhash_text_expression`]).
+fn analyze(tbl: pg_sys::Oid, text: &str) -> Expression {
+    // (planning may run the expression's functions on constants, as the table's owner as
+    // CREATE INDEX does)
+    as_owner(relation_owner(tbl), || {
+        // SAFETY: parse analysis of one expression against an existing, locked relation, as
+        // CREATE INDEX does for an index expression; all allocations in the current memory
+        // context.
+        unsafe {
+            let raw = raw_expression(text);
+            let pstate = pg_sys::make_parsestate(std::ptr::null_mut());
+            let source = CString::new(text).unwrap_or_else(|_| not_one_expression());
+            (*pstate).p_sourcetext = source.as_ptr();
+            let rel = pg_sys::relation_open(tbl, pg_sys::AccessShareLock as c_int);
+            let item = pg_sys::addRangeTableEntryForRelation(
+                pstate,
+                rel,
+                pg_sys::AccessShareLock as c_int,
+                std::ptr::null_mut(),
+                false,
+                true,
+            );
+            pg_sys::addNSItemToQuery(pstate, item, false, true, true);
+            let expr = pg_sys::transformExpr(
+                pstate,
+                raw,
+                pg_sys::ParseExprKind::EXPR_KIND_INDEX_EXPRESSION,
+            );
+            pg_sys::assign_expr_collations(pstate, expr);
+            let typ = pg_sys::exprType(expr);
+            if typ != pg_sys::TEXTOID && typ != pg_sys::VARCHAROID {
+                let name = CStr::from_ptr(pg_sys::format_type_be(typ)).to_string_lossy();
+                raise(
+                    PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    format!("text expression is of type {name}, not text or character varying"),
+                    Some("Cast it: text_expression => '(...)::text'.".into()),
+                );
+            }
+            let (columns, attnos) = referenced_columns(rel, expr);
+            // (as declared, and after planning has inlined SQL functions)
+            let plan = pg_sys::expression_planner(pg_sys::copyObjectImpl(expr.cast()).cast())
+                .cast::<pg_sys::Node>();
+            if pg_sys::contain_mutable_functions(expr) || pg_sys::contain_mutable_functions(plan) {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
+                    "functions in a minhash text expression must be marked IMMUTABLE",
+                    None,
+                );
+            }
+            let relname = (*(*rel).rd_rel).relname.data.as_ptr();
+            let context = pg_sys::deparse_context_for(relname, tbl);
+            let deparsed = pg_sys::deparse_expression(expr, context, false, false);
+            pg_sys::relation_close(rel, pg_sys::NoLock as c_int);
+            pg_sys::free_parsestate(pstate);
+            Expression {
+                text: CStr::from_ptr(deparsed).to_string_lossy().into_owned(),
+                plan: CStr::from_ptr(pg_sys::nodeToString(plan.cast())).to_owned(),
+                columns,
+                attnos,
+            }
+        }
+    })
+}
+
+fn not_one_expression() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+        "text expression must be one SQL expression over the table's columns",
+        Some("For example: text_expression => 'title || '' '' || body'.".into()),
+    )
+}
+
+/// The raw parse tree of `text` as one expression: the only target of `SELECT (text)`, with no
+/// other clause (a text that closes the parenthesis to add one is refused).
+///
+/// # Safety
+/// Inside a transaction; the tree is allocated in the current memory context.
+unsafe fn raw_expression(text: &str) -> *mut pg_sys::Node {
+    // (line breaks end a comment the text may end with)
+    let query =
+        CString::new(format!("SELECT (\n{text}\n)")).unwrap_or_else(|_| not_one_expression());
+    // SAFETY: the grammar's parse of a C string; the nodes are read by their tags.
+    unsafe {
+        let statements = PgList::<pg_sys::RawStmt>::from_pg(pg_sys::raw_parser(
+            query.as_ptr(),
+            pg_sys::RawParseMode::RAW_PARSE_DEFAULT,
+        ));
+        let statement = match statements.len() {
+            1 => (*statements.get_ptr(0).expect("one statement")).stmt,
+            _ => not_one_expression(),
+        };
+        if !is_a(statement, pg_sys::NodeTag::T_SelectStmt) {
+            not_one_expression();
+        }
+        let select = &*statement.cast::<pg_sys::SelectStmt>();
+        let plain = select.distinctClause.is_null()
+            && select.intoClause.is_null()
+            && select.fromClause.is_null()
+            && select.whereClause.is_null()
+            && select.groupClause.is_null()
+            && select.havingClause.is_null()
+            && select.windowClause.is_null()
+            && select.valuesLists.is_null()
+            && select.sortClause.is_null()
+            && select.limitOffset.is_null()
+            && select.limitCount.is_null()
+            && select.lockingClause.is_null()
+            && select.withClause.is_null()
+            && select.op == pg_sys::SetOperation::SETOP_NONE;
+        let targets = PgList::<pg_sys::ResTarget>::from_pg(select.targetList);
+        if !plain || targets.len() != 1 {
+            not_one_expression();
+        }
+        let target = &*targets.get_ptr(0).expect("one target");
+        if !target.name.is_null() {
+            not_one_expression();
+        }
+        target.val
+    }
+}
+
+/// The names and attribute numbers of the columns of `rel` that `expr` reads, in attribute
+/// order; 0A000 for a system column or a
+/// whole-row reference (a row's text is made of its user columns), and for a virtual
+/// generated column (which has no value in the rows triggers see).
+///
+/// # Safety
+/// `expr` was analyzed with `rel` as its only relation; `rel` is open.
+unsafe fn referenced_columns(
+    rel: pg_sys::Relation,
+    expr: *mut pg_sys::Node,
+) -> (Vec<String>, Vec<i16>) {
+    let refuse = |what: &str| -> ! {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("a minhash text expression cannot use {what}"),
+            Some("Use the table's own columns by name.".into()),
+        )
+    };
+    let mut set: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+    let (mut columns, mut attnos) = (Vec::new(), Vec::new());
+    // SAFETY: per the contract; the set's members are attribute numbers offset by
+    // FirstLowInvalidHeapAttributeNumber.
+    unsafe {
+        pg_sys::pull_varattnos(expr, 1, &mut set);
+        let mut member = -1;
+        loop {
+            member = pg_sys::bms_next_member(set, member);
+            if member < 0 {
+                break;
+            }
+            let attno = member + pg_sys::FirstLowInvalidHeapAttributeNumber;
+            match attno {
+                0 => refuse("a whole-row reference"),
+                a if a < 0 => refuse("system columns"),
+                _ => {}
+            }
+            let attribute = &crate::pg::compat::attributes((*rel).rd_att)[attno as usize - 1];
+            if attribute.attgenerated == b'v' as std::ffi::c_char {
+                refuse("virtual generated columns");
+            }
+            columns.push(pgrx::name_data_to_str(&attribute.attname).to_owned());
+            attnos.push(attno as i16);
+        }
+    }
+    (columns, attnos)
+}
+
+/// The bytes of a row's text as a string: text in a UTF-8 database (`minhash_index_create`
+/// refuses others) is valid UTF-8; 22021 if it is not.
+pub(super) fn utf8(text: &[u8]) -> &str {
+    std::str::from_utf8(text).unwrap_or_else(|_| {
+        raise(
+            PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
+            "text of an indexed row is not valid UTF-8",
+            None,
+        )
+    })
+}
