@@ -194,7 +194,6 @@ AS $$
                 ELSE format('(%s)', cfg.text_expression) END
 $$;
 
-
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -479,10 +478,7 @@ BEGIN
     RETURN band;
 END $$;
 
--- Drops the band table of an index if it still exists: it may be gone already, dropped by hand
--- or along with its table. The catalog policy made sure the row names a band table of the
--- table's owner.
-CREATE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -494,9 +490,7 @@ BEGIN
     END IF;
 END $$;
 
--- A minhash_flag_duplicate trigger on the table looks rows up in the index, like a
--- constraint's index: dropping the index refuses while one exists, or drops it too (cascade).
-CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -534,22 +528,7 @@ BEGIN
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
 END $$;
 
--- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
--- ALTER TABLE and every DROP, so it looks only at the catalog rows of the tables involved.
---
--- minhash_ddl_altered (ddl_command_end, ALTER TABLE and CREATE TABLE): the catalog names the
--- id and text columns, so an ALTER TABLE that drops, renames or retypes either of them is
--- refused (it would make every later INSERT and UPDATE fail); the index has to be dropped
--- first. A new owner of the table becomes the owner of its band table too. An indexed table
--- may not become a parent, child or partition (CREATE TABLE ... INHERITS, ALTER TABLE ...
--- INHERIT, ATTACH PARTITION): its triggers would not see the other tables' rows. After an
--- ALTER TABLE of the catalog itself, band tables get their dependencies back (_minhash_relink).
---
--- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
--- ordinary indexes: the band table (dropped with the table through its dependency, or here if
--- that is missing) and the catalog row. A band table the dropping role may not drop is left
--- behind with a WARNING rather than failing the DROP.
-CREATE FUNCTION minhash_internal._minhash_ddl()
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -660,12 +639,7 @@ BEGIN
     END LOOP;
 END $$;
 
-CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
-    EXECUTE FUNCTION minhash_internal._minhash_ddl();
-CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
-    EXECUTE FUNCTION minhash_internal._minhash_ddl();
-
-CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -693,7 +667,7 @@ BEGIN
     RETURN n;
 END $$;
 
-CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
 RETURNS TABLE (missing bigint, orphaned bigint)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -711,13 +685,6 @@ BEGIN
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
--- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
--- with a text, the id as bigint or (typed) in its own type. They search it in memory
--- (src/core/dedup.rs) rather than joining the band table with itself: signing the text again
--- costs less than reading `bands` band rows per row, and gives the same keys. `ordered` reads
--- the rows in the greedy order of mode 'representative': by `priority` (the caller's ORDER BY
--- list over the table's columns, part of the caller's query, run with the caller's rights),
--- then by id.
 CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
     typed boolean, ordered boolean, priority text)
 RETURNS text
