@@ -43,6 +43,9 @@ CREATE TABLE @extschema@.minhash_indexes (
     -- the SQL expression over the table's columns rows' texts come from, in place of a text
     -- column, as _minhash_text_expression prints it (src/index/text.rs)
     text_expression text,
+    -- of a partitioned table: the tables of its partition tree below it that the index covers
+    -- (kept by the minhash_ddl_* event triggers, which compare it with the tree after DDL)
+    partitions regclass[],
     CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL))
 );
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per table with a managed pg_minhash index';
@@ -200,11 +203,13 @@ AS $$
 $$;
 
 -- Fills the (empty) band table of tbl from its rows in ten set-based chunks of ascending ids
--- (rows with a NULL id are left out, as the sync refuses them).
+-- (rows with a NULL id are left out, as the sync refuses them); with `source`, from the rows of
+-- that partition of tbl only (a partition attached to it). A chunk ends after all the rows of its
+-- last id (WITH TIES: ids may repeat across the partitions of a partitioned table).
 -- A build that has run for two seconds reports progress after each further chunk in a NOTICE:
 -- rows done, percentage and rate (a small table's build says nothing). Returns the rows read. It reads the
 -- table and writes the band table as the table's owner (_minhash_as_owner).
-CREATE FUNCTION minhash_internal._minhash_backfill(tbl regclass)
+CREATE FUNCTION minhash_internal._minhash_backfill(tbl regclass, source regclass DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -221,19 +226,29 @@ DECLARE
                      WHERE a.attrelid = tbl AND a.attname = cfg.id_column);
     started timestamptz := clock_timestamp();
     seconds float8;
+    -- (the band table's load trigger would keep every row, at the cost of one call per band
+    -- row; src/index/restore.rs)
+    loading boolean := EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = cfg.band_table
+                               AND t.tgname = 'minhash_bands_load' AND t.tgenabled <> 'D');
 BEGIN
+    source := coalesce(source, tbl);
+    IF loading THEN
+        PERFORM minhash_internal._minhash_as_owner(tbl, format(
+            'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
+    END IF;
     total := minhash_internal._minhash_as_owner(tbl, format(
-        'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', tbl))::bigint;
+        'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
     chunk := greatest(ceil(total / 10.0), 1);
     LOOP
         progress := minhash_internal._minhash_as_owner(tbl, format(
             'WITH chunk AS MATERIALIZED (
-                 SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I LIMIT %6$s),
+                 SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
+                 FETCH FIRST %6$s ROWS WITH TIES),
              added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
              SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
                  (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
              FROM chunk',
-            tbl, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_rows_sql(cfg, 'chunk'),
+            source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_rows_sql(cfg, 'chunk'),
             CASE WHEN last_id IS NOT NULL
                  THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
             chunk));
@@ -243,11 +258,53 @@ BEGIN
         done := done + n;
         seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
         CONTINUE WHEN seconds < 2;
-        RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', tbl, done, total,
+        RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', source, done, total,
             round(100.0 * done / total), round(done / seconds);
     END LOOP;
+    IF loading THEN
+        PERFORM minhash_internal._minhash_as_owner(tbl, format(
+            'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
+    END IF;
     RETURN done;
 END $$;
+
+-- Creates (create true) or drops the four sync triggers of an index on `rel`: the indexed table
+-- or a table of its partition tree. One fixed trigger function of the extension keeps the band
+-- table exact; it checks that the table and trigger that fire it are these (src/index/sync.rs).
+CREATE FUNCTION minhash_internal._minhash_sync_triggers(rel regclass, adding boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    trg record;
+BEGIN
+    FOR trg IN
+        SELECT * FROM (VALUES
+            ('minhash_sync_insert', 'INSERT', 'REFERENCING NEW TABLE AS new_rows'),
+            ('minhash_sync_update', 'UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows'),
+            ('minhash_sync_delete', 'DELETE', 'REFERENCING OLD TABLE AS old_rows'),
+            ('minhash_sync_truncate', 'TRUNCATE', '')) t(name, event, transition)
+    LOOP
+        IF adding THEN
+            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s
+                            FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()',
+                           trg.name, trg.event, rel, trg.transition);
+        ELSE
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg.name, rel);
+        END IF;
+    END LOOP;
+END $$;
+
+-- The tables of the partition tree of tbl below it (none for a table that is not partitioned),
+-- parents before their partitions.
+CREATE FUNCTION minhash_internal._minhash_partitions(tbl regclass)
+RETURNS SETOF regclass
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.relid FROM pg_partition_tree(tbl) t WHERE t.relid <> tbl ORDER BY t.level, t.relid::oid
+$$;
 
 CREATE FUNCTION @extschema@.minhash_index_create(
     tbl regclass,
@@ -287,11 +344,20 @@ BEGIN
                   HINT = 'minhash_index_create(tbl, id_column, text_column) indexes a column; '
                          'minhash_index_create(tbl, id_column, text_expression => ''...'') an expression over the row.';
     END IF;
-    SELECT c.relname, c.relkind, c.relpersistence, n.nspname, c.relowner INTO rel
+    SELECT c.relname, c.relkind, c.relpersistence, c.relispartition, n.nspname, c.relowner INTO rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
-    IF rel.relkind <> 'r' THEN
-        RAISE EXCEPTION '% is not an ordinary table', tbl USING ERRCODE = 'wrong_object_type',
-            HINT = 'Views, partitioned and foreign tables cannot have a minhash index.';
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '% is not a table', tbl USING ERRCODE = 'wrong_object_type',
+            HINT = 'Views, materialized views and foreign tables cannot have a minhash index.';
+    END IF;
+    -- (an index covers a whole partition tree; its triggers would not see rows written through
+    -- the tables above the partition)
+    IF rel.relispartition THEN
+        RAISE EXCEPTION '% is a partition of %', tbl,
+            (SELECT h.inhparent::regclass FROM pg_inherits h WHERE h.inhrelid = tbl)
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = format('Index the partitioned table at the root of its tree, %s.',
+                                pg_partition_root(tbl));
     END IF;
     -- (its catalog row would outlive the session, and pg_dump would carry it)
     IF rel.relpersistence = 't' THEN
@@ -305,10 +371,10 @@ BEGIN
                   HINT = 'A minhash index needs a UTF8 database: CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0.';
     END IF;
     -- (a query of a parent reads its children's rows, which the triggers of the parent never see)
-    IF EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = tbl OR h.inhparent = tbl) THEN
+    IF rel.relkind = 'r' AND EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = tbl OR h.inhparent = tbl) THEN
         RAISE EXCEPTION '% has inheritance parents or children', tbl
             USING ERRCODE = 'feature_not_supported',
-                  HINT = 'Index a table that neither inherits nor is inherited from, nor is a partition.';
+                  HINT = 'Index a table that neither inherits nor is inherited from, or a partitioned table.';
     END IF;
     IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
@@ -327,16 +393,25 @@ BEGIN
         RAISE EXCEPTION 'column "%" of table % does not exist', id_column, tbl
             USING ERRCODE = 'undefined_column';
     END IF;
-    -- The id may be of any type: a unique B-tree on it alone is what makes it a row's key.
+    -- The id may be of any type: a unique B-tree on it alone is what makes it a row's key. A
+    -- partitioned table's unique keys must hold its partition key too: one that holds the id
+    -- is taken (the id is then unique within a partition; see the README on repeated ids).
+    -- (PostgreSQL gives a partitioned table with a unique index no foreign partitions, whose
+    -- writes would fire no statement triggers with transition tables)
     -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
     IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
-                   AND x.indimmediate AND x.indnkeyatts = 1 AND x.indkey[0] = id_attnum
-                   AND x.indpred IS NULL AND x.indexprs IS NULL) THEN
+                   AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
+                   AND CASE WHEN rel.relkind = 'p'
+                            THEN id_attnum = ANY ((x.indkey::int2[])[0:x.indnkeyatts - 1])
+                            ELSE x.indnkeyatts = 1 AND x.indkey[0] = id_attnum END) THEN
         RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
             USING ERRCODE = 'invalid_column_reference',
-                  HINT = 'Add a primary key or unique constraint on that column alone, not deferrable. '
-                         'A key of several columns cannot identify rows for a minhash index: '
-                         'add a single-column key, e.g. an identity column.';
+                  HINT = CASE WHEN rel.relkind = 'p'
+                              THEN 'Add a primary key or unique constraint, not deferrable, that holds '
+                                   'that column and the partition key, e.g. PRIMARY KEY (id, created_at).'
+                              ELSE 'Add a primary key or unique constraint on that column alone, not deferrable. '
+                                   'A key of several columns cannot identify rows for a minhash index: '
+                                   'add a single-column key, e.g. an identity column.' END;
     END IF;
     -- (ids are bigint or bytes in Rust, compared byte for byte; a collation that calls
     -- different strings equal would let two rows' ids differ only in bytes)
@@ -435,22 +510,16 @@ BEGIN
     PERFORM minhash_internal._minhash_link_band_table(tbl, band);
 
     cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
-               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression);
+               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression,
+               CASE WHEN rel.relkind = 'p'
+                    THEN ARRAY(SELECT minhash_internal._minhash_partitions(tbl)) END);
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
 
-    -- One fixed trigger function of the extension keeps the band table exact; it checks that
-    -- the table and trigger that fire it are these (src/index/sync.rs).
-    EXECUTE format('CREATE TRIGGER minhash_sync_insert AFTER INSERT ON %s
-                    REFERENCING NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
-    EXECUTE format('CREATE TRIGGER minhash_sync_update AFTER UPDATE ON %s
-                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
-    EXECUTE format('CREATE TRIGGER minhash_sync_delete AFTER DELETE ON %s
-                    REFERENCING OLD TABLE AS old_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
-    EXECUTE format('CREATE TRIGGER minhash_sync_truncate AFTER TRUNCATE ON %s
-                    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()', tbl);
+    -- The sync triggers, on every table of a partition tree: a statement fires the statement
+    -- triggers of the table it names only (src/index/sync.rs).
+    PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
+    PERFORM minhash_internal._minhash_sync_triggers(p, true)
+    FROM minhash_internal._minhash_partitions(tbl) p;
 
     PERFORM minhash_internal._minhash_backfill(tbl);
     -- A lookup reads and filters candidates from this index alone (an index-only scan); the
@@ -517,12 +586,71 @@ BEGIN
         RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
         EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
     END LOOP;
-    FOREACH trg IN ARRAY ARRAY['minhash_sync_insert', 'minhash_sync_update',
-                               'minhash_sync_delete', 'minhash_sync_truncate'] LOOP
-        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg, tbl);
-    END LOOP;
+    PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
+    PERFORM minhash_internal._minhash_sync_triggers(p, false)
+    FROM minhash_internal._minhash_partitions(tbl) p;
     PERFORM minhash_internal._minhash_drop_objects(cfg);
     DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
+END $$;
+
+-- After DDL on the partition tree of the indexed partitioned table of `cfg` (CREATE TABLE ...
+-- PARTITION OF, ATTACH PARTITION, DETACH PARTITION, DROP TABLE): a table that joined the tree
+-- gets the sync triggers and its rows their band rows; a table that left it loses both (the
+-- band rows of its rows, or, when it was dropped, the band rows whose id no row of the table
+-- has any more: one anti-join of the band table). `dropped`: the OIDs of the tables dropped.
+-- The catalog row then lists the tree as it is. As whoever runs the DDL, who owns the
+-- partitioned table (or the band rows are left with a WARNING, see below).
+CREATE FUNCTION minhash_internal._minhash_tree_changed(cfg @extschema@.minhash_indexes, dropped oid[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tree regclass[] := ARRAY(SELECT minhash_internal._minhash_partitions(cfg.tbl));
+    kept oid[] := coalesce(cfg.partitions::oid[], '{}');
+    member regclass;
+BEGIN
+    IF tree::oid[] = kept THEN
+        RETURN;
+    END IF;
+    -- joined: parents before their partitions
+    FOR member IN SELECT t FROM unnest(tree) WITH ORDINALITY u(t, n) WHERE t <> ALL (kept) ORDER BY n LOOP
+        PERFORM minhash_internal._minhash_sync_triggers(member, true);
+        IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
+            PERFORM minhash_internal._minhash_backfill(cfg.tbl, member);
+        END IF;
+    END LOOP;
+    -- left, still there (detached): the band rows of their rows go
+    FOR member IN
+        SELECT k::regclass FROM unnest(kept) k
+        WHERE k <> ALL (tree::oid[]) AND k <> ALL (coalesce(dropped, '{}'))
+          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = k)
+    LOOP
+        IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
+            PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
+                'WITH gone AS (%s), d AS (DELETE FROM %s b USING gone g
+                     WHERE b.key OPERATOR(pg_catalog.=) g.key AND b.id OPERATOR(pg_catalog.=) g.id
+                     RETURNING 1)
+                 SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM d',
+                minhash_internal._minhash_band_rows_sql(cfg, member::text), cfg.band_table));
+        END IF;
+        PERFORM minhash_internal._minhash_sync_triggers(member, false);
+    END LOOP;
+    -- left, dropped: their rows are gone with them
+    IF kept && dropped THEN
+        BEGIN
+            PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
+                'WITH d AS (DELETE FROM %s b WHERE NOT EXISTS (SELECT FROM %s t
+                     WHERE t.%I OPERATOR(pg_catalog.=) b.id) RETURNING 1)
+                 SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM d',
+                cfg.band_table, cfg.tbl, cfg.id_column));
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE WARNING 'the minhash index of % keeps the band rows of the dropped partition: %',
+                cfg.tbl, SQLERRM
+                USING HINT = format('Its owner can remove them with minhash_index_rebuild(%L).', cfg.tbl);
+        END;
+    END IF;
+    UPDATE @extschema@.minhash_indexes i SET partitions = tree WHERE i.tbl = cfg.tbl;
 END $$;
 
 -- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
@@ -535,11 +663,13 @@ END $$;
 -- may not become a parent, child or partition (CREATE TABLE ... INHERITS, ALTER TABLE ...
 -- INHERIT, ATTACH PARTITION): its triggers would not see the other tables' rows. After an
 -- ALTER TABLE of the catalog itself, band tables get their dependencies back (_minhash_relink).
+-- An indexed partitioned table's index follows its partition tree (_minhash_tree_changed).
 --
 -- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
 -- ordinary indexes: the band table (dropped with the table through its dependency, or here if
 -- that is missing) and the catalog row. A band table the dropping role may not drop is left
--- behind with a WARNING rather than failing the DROP.
+-- behind with a WARNING rather than failing the DROP. A dropped partition of an indexed table
+-- takes its rows' band rows along (_minhash_tree_changed).
 CREATE FUNCTION minhash_internal._minhash_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql
@@ -562,14 +692,26 @@ BEGIN
             PERFORM minhash_internal._minhash_relink();
         END IF;
         -- CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT and ATTACH PARTITION
-        SELECT i.tbl INTO inherited FROM @extschema@.minhash_indexes i
-        WHERE EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = i.tbl OR h.inhparent = i.tbl)
+        SELECT i.tbl INTO inherited FROM @extschema@.minhash_indexes i JOIN pg_class c ON c.oid = i.tbl
+        WHERE c.relispartition
+           OR c.relkind = 'r' AND EXISTS (SELECT FROM pg_inherits h
+                                          WHERE h.inhrelid = i.tbl OR h.inhparent = i.tbl)
         LIMIT 1;
         IF inherited IS NOT NULL THEN
-            RAISE EXCEPTION 'table % has a minhash index and cannot take part in inheritance', inherited
+            RAISE EXCEPTION 'table % has a minhash index and cannot take part in inheritance or become a partition', inherited
                 USING ERRCODE = 'feature_not_supported',
                       HINT = format('Drop the index first with minhash_index_drop(%L).', inherited);
         END IF;
+        -- (CREATE TABLE ... PARTITION OF names the partition, ATTACH and DETACH its parent)
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE i.partitions IS NOT NULL
+              AND i.tbl IN (SELECT coalesce(pg_partition_root(c.objid), c.objid)
+                            FROM pg_event_trigger_ddl_commands() c
+                            WHERE c.classid = 'pg_class'::regclass)
+        LOOP
+            PERFORM minhash_internal._minhash_tree_changed(cfg, NULL);
+        END LOOP;
         FOR cfg IN
             SELECT i.* FROM @extschema@.minhash_indexes i
             WHERE i.tbl IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
@@ -649,6 +791,15 @@ BEGIN
         END;
         DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl;
     END LOOP;
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.partitions::oid[] && ARRAY(SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        PERFORM minhash_internal._minhash_tree_changed(cfg, ARRAY(
+            SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+    END LOOP;
 END $$;
 
 CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
@@ -663,7 +814,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    n bigint;
 BEGIN
     -- Writers wait until this transaction commits. The band rows are deleted rather than
     -- truncated: a lookup that holds the band table while it waits to write the table keeps
@@ -675,13 +825,7 @@ BEGIN
     PERFORM minhash_internal._minhash_as_owner(tbl, format(
         'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
         cfg.band_table));
-    -- (the load trigger would keep every row, at the cost of one call per band row)
-    PERFORM minhash_internal._minhash_as_owner(tbl, format(
-        'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
-    n := minhash_internal._minhash_backfill(tbl);
-    PERFORM minhash_internal._minhash_as_owner(tbl, format(
-        'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
-    RETURN n;
+    RETURN minhash_internal._minhash_backfill(tbl);
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)

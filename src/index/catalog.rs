@@ -138,8 +138,9 @@ fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
     CONFIGS.with_borrow_mut(|configs| {
         match pending {
             None => configs.clear(),
-            Some(relids) if !relids.is_empty() => configs
-                .retain(|_, cfg| !relids.contains(&cfg.tbl) && !relids.contains(&cfg.band_table)),
+            Some(relids) if !relids.is_empty() => configs.retain(|_, cfg| {
+                !relids.contains(&cfg.band_table) && !cfg.members.iter().any(|m| relids.contains(m))
+            }),
             Some(_) => {}
         }
         configs.get(&tbl).cloned()
@@ -166,6 +167,12 @@ pub(super) struct IndexConfig {
     pub(super) band_index: Option<BandIndex>,
     /// The table's unique index on the id, through which a lookup reads texts directly.
     pub(super) row_index: Option<RowIndex>,
+    /// The table and, if it is partitioned, every table of its partition tree (their relcache
+    /// invalidations drop the cached row: a partition attached, detached or indexed).
+    pub(super) members: Vec<pg_sys::Oid>,
+    /// Of a partitioned table: an index led by the id on each of its leaf partitions, if each
+    /// has one (a flag trigger's check reads them, as `row_index` of a plain table).
+    pub(super) partitions: Option<Vec<RowIndex>>,
     /// The lookup's two SQL queries (see [`IndexConfig::lookup_sql`]).
     pub(super) sql: [String; 2],
 }
@@ -301,11 +308,27 @@ impl IndexConfig {
             (KeyType::of(stored), column)
         };
         let text = TextSource::new(tbl, text_column, text_expression);
+        let members = partition_tree(client, tbl);
+        let leaf = |m: &&pg_sys::Oid| {
+            // SAFETY: a catalog lookup by OID.
+            unsafe { pg_sys::get_rel_relkind(**m) == pg_sys::RELKIND_RELATION as std::ffi::c_char }
+        };
+        let partitions = (members.len() > 1)
+            .then(|| {
+                members[1..]
+                    .iter()
+                    .filter(leaf)
+                    .map(|&leaf| RowIndex::find(leaf, &id_column, key, true))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .flatten();
         Some(IndexConfig {
             tbl,
             sql: Self::lookup_sql(tbl, band_table, &id_column, &text, key),
             band_index: BandIndex::find(band_table, key),
-            row_index: RowIndex::find(tbl, &id_column, key),
+            row_index: RowIndex::find(tbl, &id_column, key, false),
+            members,
+            partitions,
             id_column,
             text,
             band_table,
@@ -359,6 +382,58 @@ impl IndexConfig {
                 })
         }
     }
+}
+
+/// `tbl` and, if it is partitioned, every table of its partition tree below it, each locked
+/// with AccessShareLock as a query of `tbl` locks them.
+fn partition_tree(client: &SpiClient<'_>, tbl: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    // SAFETY: a catalog lookup by OID.
+    if unsafe { pg_sys::get_rel_relkind(tbl) }
+        != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
+    {
+        return vec![tbl];
+    }
+    let sql = "SELECT t.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) t
+               ORDER BY t.level, t.relid::pg_catalog.oid";
+    let tree = with_prepared(
+        client,
+        sql,
+        PgOid::BuiltIn(PgBuiltInOids::REGCLASSOID),
+        tbl.into(),
+        |table| {
+            table
+                .map(|row| row.get::<pg_sys::Oid>(1).map(|o| o.expect("a relation")))
+                .collect::<pgrx::spi::Result<Vec<_>>>()
+        },
+    );
+    for &member in &tree {
+        // SAFETY: a lock by OID (one dropped meanwhile is locked harmlessly).
+        unsafe { pg_sys::LockRelationOid(member, pg_sys::AccessShareLock as i32) };
+    }
+    tree
+}
+
+/// The table whose index the triggers on relation `rel` serve: `rel`, or the root of the
+/// partition tree of a partition (an index is made on a root: `minhash_index_create`).
+///
+/// # Safety
+/// `rel` is open.
+pub(super) unsafe fn indexed_table(rel: pg_sys::Relation) -> pg_sys::Oid {
+    // SAFETY: per the contract.
+    let (oid, partition) = unsafe { ((*rel).rd_id, (*(*rel).rd_rel).relispartition) };
+    if !partition {
+        return oid;
+    }
+    Spi::connect(|client| {
+        with_prepared(
+            client,
+            "SELECT pg_catalog.pg_partition_root($1)::pg_catalog.oid",
+            PgOid::BuiltIn(PgBuiltInOids::REGCLASSOID),
+            oid.into(),
+            |table| table.first().get::<pg_sys::Oid>(1),
+        )
+    })
+    .unwrap_or(oid)
 }
 
 /// Under REPEATABLE READ and SERIALIZABLE: raises 40001, for a transaction that writes `tbl`

@@ -17,11 +17,11 @@ use crate::pg::names::regclass_name;
 use crate::pg::tuple::column;
 use crate::sql::interrupts;
 
-use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
+use super::catalog::{indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
 
 use super::extension::Extension;
 use super::key::{Id, KeyType};
-use super::owner::as_owner;
+use super::owner::{as_owner, relation_owner};
 use super::restore::has_sync_trigger;
 use super::sync::{claim_band_rows, withdraw_claim};
 use super::text::utf8;
@@ -59,13 +59,20 @@ impl IndexConfig {
                 ),
                 Some(
                     "The band table needs its (key, id) index and the table a unique index on \
-                     the id alone; drop the index with minhash_index_drop() and create it again."
+                     the id alone (each partition of a partitioned table an index whose first \
+                     column is the id: CREATE INDEX ON table (id)); drop the index with \
+                     minhash_index_drop() and create it again."
                         .into(),
                 ),
             )
         };
         let band_index = self.band_index.unwrap_or_else(|| missing());
-        let row_index = self.row_index.unwrap_or_else(|| missing());
+        // (the table's index on the id, or one led by the id on each partition)
+        let row_indexes = match (&self.row_index, &self.partitions) {
+            (Some(row_index), _) => std::slice::from_ref(row_index),
+            (None, Some(partitions)) => partitions.as_slice(),
+            (None, None) => missing(),
+        };
         let min_bits = min_equal_bits(self.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
@@ -90,11 +97,13 @@ impl IndexConfig {
             let ids: Vec<Id> = candidates.iter().map(|(id, _)| id.clone()).collect();
             // every version of each candidate row: (id, at or above the threshold, state)
             let mut versions = Vec::new();
-            row_index.fetch_dirty(&self.text, &ids, |id, text, state| {
-                candidate.rebuild(text, self.shingling, &mut interrupts);
-                let similarity = candidate.jaccard(&query_set);
-                versions.push((id.clone(), similarity, state));
-            });
+            for row_index in row_indexes {
+                row_index.fetch_dirty(&self.text, &ids, |id, text, state| {
+                    candidate.rebuild(text, self.shingling, &mut interrupts);
+                    let similarity = candidate.jaccard(&query_set);
+                    versions.push((id.clone(), similarity, state));
+                });
+            }
             // A row whose band rows a transaction in progress is writing: its text decides,
             // once that transaction has written it (a claim comes before its row).
             let undecided = candidates.iter().find_map(|(id, writer)| {
@@ -276,8 +285,12 @@ fn minhash_flag_duplicate<'a>(
     }
     let args = trigger_args(trigger.trigger());
     let arg = |i: usize| args.get(i).map(String::as_str);
-    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires.
-    let (tbl, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires. (A
+    // trigger on a partitioned table fires on the partition a row goes to, as a clone.)
+    let (fired_on, tbl, tupdesc) = unsafe {
+        let rel = data.tg_relation;
+        ((*rel).rd_id, indexed_table(rel), (*rel).rd_att)
+    };
     let mode = match arg(2).unwrap_or("flag") {
         "flag" => None,
         "reject" => Some(FlagMode::Reject),
@@ -293,8 +306,8 @@ fn minhash_flag_duplicate<'a>(
     } else {
         data.tg_trigtuple
     };
-    // SAFETY: a row trigger's relation is open while it fires.
-    let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
+    // (of a partition too: the index is the indexed table's owner's)
+    let owner = relation_owner(tbl);
     let checked = Spi::connect(|client| {
         let fn_oid = trigger.trigger().tgfoid;
         let cfg = match IndexConfig::find(client, fn_oid, tbl) {
@@ -312,8 +325,9 @@ fn minhash_flag_duplicate<'a>(
             }
             None => IndexConfig::get(client, fn_oid, tbl),
         };
-        // SAFETY: the trigger's relation and its descriptor.
-        let text = unsafe { cfg.text.reader(tbl, tupdesc) };
+        // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
+        // `find`.
+        let text = unsafe { cfg.text.reader(fired_on, tupdesc) };
         // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described
         // by its descriptor.
         let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
@@ -324,14 +338,14 @@ fn minhash_flag_duplicate<'a>(
             return None;
         }
         let mode = mode.unwrap_or_else(|| {
-            let (attno, typid, typmod) = column(tupdesc, tbl, arg(0).unwrap_or(""), FLAG_HINT);
+            let (attno, typid, typmod) = column(tupdesc, fired_on, arg(0).unwrap_or(""), FLAG_HINT);
             FlagMode::Flag(attno, typid, typmod)
         });
         let threshold = arg(1)
             .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
             .map(float8_in);
         let threshold = checked_threshold(threshold, cfg.threshold);
-        let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
+        let (id_attno, id_type, _) = column(tupdesc, fired_on, &cfg.id_column, COLUMNS_HINT);
         // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
         // UPDATE's old row (tg_trigtuple) has the same descriptor.
         let (doc, own_ids) = unsafe {

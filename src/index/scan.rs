@@ -83,6 +83,11 @@ impl DirectIndex {
             if heap.is_null() {
                 return None;
             }
+            // (a partitioned table's indexes have no entries: its partitions' indexes do)
+            if (*(*heap).rd_rel).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+                pg_sys::table_close(heap, pg_sys::NoLock as i32);
+                return None;
+            }
             let indexes = pg_sys::RelationGetIndexList(heap);
             let found = (0..pg_sys::list_length(indexes)).find_map(|i| {
                 let index = pg_sys::list_nth_oid(indexes, i);
@@ -405,8 +410,8 @@ pub(super) struct RowState {
     pub(super) in_snapshot: bool,
 }
 
-/// An indexed table's unique B-tree on its id column alone: where a lookup fetches the texts of
-/// the candidates it kept.
+/// An indexed table's unique B-tree on its id column alone, or a partition's B-tree led by the
+/// id column: where a lookup fetches the texts of the candidates it kept.
 #[derive(Clone, Copy)]
 pub(super) struct RowIndex {
     direct: DirectIndex,
@@ -418,16 +423,21 @@ pub(super) struct RowIndex {
 }
 
 impl RowIndex {
-    /// The fitting B-tree of `table`, if it has one.
-    pub(super) fn find(table: pg_sys::Oid, id_column: &str, key: KeyType) -> Option<Self> {
+    /// The fitting B-tree of `table`, if it has one: unique on the id alone, or, for a
+    /// `partition` of the indexed table, any B-tree whose first column is the id.
+    pub(super) fn find(
+        table: pg_sys::Oid,
+        id_column: &str,
+        key: KeyType,
+        partition: bool,
+    ) -> Option<Self> {
         let id = attnum(table, id_column);
         // SAFETY: a catalog lookup of an existing attribute.
         let id_type = unsafe { pg_sys::get_atttype(table, id) };
         let (direct, equality) = DirectIndex::find(table, |attnums, keys, unique, first| {
             // integer keys come as int8 and are compared with the integer operators
             let integer = first.family == pg_sys::INTEGER_BTREE_FAM_OID;
-            (unique
-                && keys == 1
+            ((partition || unique && keys == 1)
                 && attnums.first() == Some(&id)
                 && id != 0
                 && integer == key.integer)

@@ -1,8 +1,13 @@
 //! Keeping a band table exact: `_minhash_sync`, the one trigger function behind the four
 //! `AFTER ... FOR EACH STATEMENT` triggers `minhash_index_create` puts on an indexed table
-//! (`minhash_sync_insert`, `_update`, `_delete` and `_truncate`).
+//! (`minhash_sync_insert`, `_update`, `_delete` and `_truncate`), and on every table of its
+//! partition tree if it is partitioned: a statement on the partitioned table fires only its
+//! triggers, whose transition tables hold every row it routed to a partition (and both
+//! versions of a row it moved to another partition), and a statement on a partition fires only
+//! the partition's.
 //!
-//! It trusts nothing about how it was fired. The firing table must have a catalog row, the
+//! It trusts nothing about how it was fired. The firing table (or the root of its partition
+//! tree) must have a catalog row, the
 //! trigger must be one of ours by name and fire on the event its name says, and the statement's
 //! rows come only from the transition tables in the trigger data; otherwise it refuses with
 //! 39P01, except that an INSERT into a table without a catalog row does nothing (a data-only
@@ -15,7 +20,8 @@
 //! for the executor internals it needed, which change between PostgreSQL versions.)
 //!
 //! An `UPDATE` leaves the band rows of a row alone when its id and the bytes of its text stay
-//! the same.
+//! the same. A `TRUNCATE` of the indexed table empties the band table; one of a partition
+//! deletes the band rows whose id is no longer in the table.
 
 use std::convert::Infallible;
 use std::ffi::{c_int, CStr};
@@ -34,11 +40,11 @@ use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
 use super::text::{utf8, TextReader};
-use crate::pg::names::{qualified_name, regclass_name};
+use crate::pg::names::{qualified_name, quote_ident_str, regclass_name};
 use crate::pg::tuple::column;
 
-use super::catalog::{refuse_newer_index, IndexConfig, COLUMNS_HINT};
-use super::owner::as_owner;
+use super::catalog::{indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
+use super::owner::{as_owner, relation_owner};
 use super::restore::{self, only_load_trigger};
 
 /// Band rows gathered before one `INSERT` writes them.
@@ -79,7 +85,7 @@ fn _minhash_sync<'a>(
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
     let data = trigger.trigger_data();
     // SAFETY: a trigger's relation is open while it fires.
-    let tbl = unsafe { (*data.tg_relation).rd_id };
+    let (fired_on, tbl) = unsafe { ((*data.tg_relation).rd_id, indexed_table(data.tg_relation)) };
     let event = fired_by(data, trigger.trigger()).unwrap_or_else(|| {
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
@@ -87,7 +93,7 @@ fn _minhash_sync<'a>(
                 "_minhash_sync() was fired by trigger \"{}\" on {}, which is not a minhash \
                  sync trigger",
                 trigger.name().unwrap_or("?"),
-                regclass_name(tbl)
+                regclass_name(fired_on)
             ),
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
         )
@@ -107,13 +113,13 @@ fn _minhash_sync<'a>(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             format!(
                 "_minhash_sync() was fired on {}, which has no minhash index",
-                regclass_name(tbl)
+                regclass_name(fired_on)
             ),
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
         )
     });
-    // SAFETY: as above.
-    let owner = unsafe { (*(*data.tg_relation).rd_rel).relowner };
+    // (of a partition too: the index and its band table are the indexed table's owner's)
+    let owner = relation_owner(tbl);
     as_owner(owner, || {
         // SAFETY: the band table is opened and locked as a DELETE or INSERT would, checked, and
         // closed again by `BandTable`; the transition tables are those of this trigger event.
@@ -136,7 +142,11 @@ fn _minhash_sync<'a>(
                     band.close();
                 }
                 // (TRUNCATE refuses a table this session has open)
-                Event::Truncate => band.close_and_truncate(),
+                Event::Truncate if fired_on == tbl => band.close_and_truncate(),
+                Event::Truncate => {
+                    band.delete_missing(&cfg);
+                    band.close();
+                }
             }
         }
     });
@@ -549,6 +559,21 @@ impl BandTable {
         let args = [id_array, std::mem::take(keys).into()];
         let types = [id_array_type, PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
         run_prepared(&sql, &types, &args);
+    }
+
+    /// Deletes the band rows whose id no row of the indexed table has (after a partition of
+    /// it was emptied): one anti-join of the band table with the table's ids.
+    fn delete_missing(&self, cfg: &IndexConfig) {
+        // SAFETY: the relation is open.
+        let band = qualified_name(unsafe { (*self.rel).rd_id });
+        let sql = format!(
+            "DELETE FROM {band} b WHERE NOT EXISTS (SELECT FROM {tbl} t
+                 WHERE t.{id} OPERATOR(pg_catalog.=) b.id)",
+            tbl = qualified_name(cfg.tbl),
+            id = quote_ident_str(&cfg.id_column),
+        );
+        Spi::connect_mut(|client| client.update(&sql, None, &[]).map(drop))
+            .unwrap_or_else(|e| spi_write_failed(e));
     }
 
     /// Empties the band table (closing it first).

@@ -23,6 +23,7 @@ use pgrx::prelude::*;
 use pgrx::{is_a, PgList};
 use pgrx::{AnyElement, PgMemoryContexts, PgSqlErrorCode};
 
+use crate::pg::compat;
 use crate::pg::error::raise;
 use crate::pg::names::{quote_ident_str, regclass_name, Regclass};
 use crate::pg::tuple::{column, varlena_bytes};
@@ -40,6 +41,8 @@ pub(super) enum TextSource {
 pub(super) struct Expression {
     /// The catalog's text of the expression.
     pub(super) text: String,
+    /// The indexed table it was analyzed against.
+    table: pg_sys::Oid,
     /// The planned expression tree (`nodeToString`), whose columns are the table's attribute
     /// numbers at the time the catalog row was read.
     plan: CString,
@@ -101,10 +104,13 @@ impl TextSource {
     }
 
     /// A reader of the text of rows of the relation `tbl` with descriptor `tupdesc` (42703 if
-    /// the column is gone).
+    /// the column is gone): the indexed table, or one of its partitions, whose columns may
+    /// have other attribute numbers (a column is found by name, an expression's columns are
+    /// mapped by name, as PostgreSQL maps a partitioned index's expressions).
     ///
     /// # Safety
-    /// `tupdesc` is the current descriptor of `tbl` and outlives the reader.
+    /// `tupdesc` is the current descriptor of `tbl` and outlives the reader; `tbl` and the
+    /// indexed table are locked.
     pub(super) unsafe fn reader(&self, tbl: pg_sys::Oid, tupdesc: pg_sys::TupleDesc) -> TextReader {
         match self {
             TextSource::Column(name) => {
@@ -117,10 +123,28 @@ impl TextSource {
                     tupdesc,
                 }
             }
-            // SAFETY: the plan was made from a tree of this table's columns; the state and
+            // SAFETY: the plan was made from a tree of the indexed table's columns, mapped to a
+            // partition's by name (both relations are locked, per the contract); the state and
             // context are made in the current memory context and freed by `drop`.
             TextSource::Expression(e) => unsafe {
-                let expr = pg_sys::stringToNode(e.plan.as_ptr()).cast::<pg_sys::Expr>();
+                let mut expr = pg_sys::stringToNode(e.plan.as_ptr()).cast::<pg_sys::Expr>();
+                if tbl != e.table {
+                    // (as map_partition_varattnos: the root's attribute numbers to the
+                    // partition's, matched by name)
+                    let root = pg_sys::relation_open(e.table, pg_sys::NoLock as c_int);
+                    let map = compat::attr_map_by_name(tupdesc, (*root).rd_att);
+                    let mut whole_row = false;
+                    expr = pg_sys::map_variable_attnos(
+                        expr.cast(),
+                        1,
+                        0,
+                        map,
+                        pg_sys::InvalidOid,
+                        &mut whole_row,
+                    )
+                    .cast();
+                    pg_sys::relation_close(root, pg_sys::NoLock as c_int);
+                }
                 TextReader {
                     attno: 0,
                     state: pg_sys::ExecInitExpr(expr, std::ptr::null_mut()),
@@ -436,6 +460,7 @@ fn analyze(tbl: pg_sys::Oid, text: &str) -> Expression {
             pg_sys::free_parsestate(pstate);
             Expression {
                 text: CStr::from_ptr(deparsed).to_string_lossy().into_owned(),
+                table: tbl,
                 plan: CStr::from_ptr(pg_sys::nodeToString(plan.cast())).to_owned(),
                 columns,
                 attnos,

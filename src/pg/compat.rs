@@ -129,3 +129,22 @@ mod tests {
         );
     }
 }
+
+/// `build_attrmap_by_name`: for each attribute of `outdesc`, the number of the attribute of
+/// `indesc` with its name (PostgreSQL 16 added `missing_ok`, false here: a missing column is an
+/// error, as before).
+///
+/// # Safety
+/// Both descriptors are valid; the map is allocated in the current memory context.
+pub(crate) unsafe fn attr_map_by_name(
+    indesc: pg_sys::TupleDesc,
+    outdesc: pg_sys::TupleDesc,
+) -> *mut pg_sys::AttrMap {
+    #[cfg(feature = "pg15")]
+    // SAFETY: per the contract.
+    let map = unsafe { pg_sys::build_attrmap_by_name(indesc, outdesc) };
+    #[cfg(feature = "pg18")]
+    // SAFETY: per the contract.
+    let map = unsafe { pg_sys::build_attrmap_by_name(indesc, outdesc, false) };
+    map
+}

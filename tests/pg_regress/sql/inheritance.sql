@@ -6,7 +6,7 @@ CREATE TABLE parent (id int PRIMARY KEY, body text);
 CREATE TABLE child (id int PRIMARY KEY, body text) INHERITS (parent);
 SELECT minhash_index_create('parent', 'id', 'body');
 SELECT minhash_index_create('child', 'id', 'body');
--- a partition is a child too
+-- a partition: its root is indexed instead (partitioned.sql)
 CREATE TABLE parted (id int, body text) PARTITION BY RANGE (id);
 CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
 ALTER TABLE part1 ADD PRIMARY KEY (id);
