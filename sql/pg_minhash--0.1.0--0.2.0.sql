@@ -9,13 +9,18 @@ ALTER TABLE @extschema@.minhash_indexes
     ADD COLUMN format int NOT NULL DEFAULT 1 CHECK (format = 1);
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
 
--- Texts from an SQL expression over the row, in place of a text column; the partition tree of
--- an indexed partitioned table.
+-- Several indexes per table: the catalog's key is the band table. Texts from an SQL expression
+-- over the row, in place of a text column; the partition tree of an indexed partitioned table.
 ALTER TABLE @extschema@.minhash_indexes
+    DROP CONSTRAINT minhash_indexes_pkey,
+    DROP CONSTRAINT minhash_indexes_band_table_key,
+    ADD CONSTRAINT minhash_indexes_pkey PRIMARY KEY (band_table),
+    ALTER COLUMN tbl SET NOT NULL,
     ALTER COLUMN text_column DROP NOT NULL,
     ADD COLUMN text_expression text,
     ADD COLUMN partitions regclass[],
     ADD CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL));
+COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per managed pg_minhash index';
 
 -- Internal functions move out of the extension's schema into one of their own.
 CREATE SCHEMA minhash_internal;
@@ -127,7 +132,8 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = NEW.tbl) THEN
+    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i
+               WHERE i.band_table = NEW.band_table AND i.tbl = NEW.tbl) THEN
         RETURN NULL;
     END IF;
     RETURN NEW;
@@ -144,7 +150,16 @@ BEGIN
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT * INTO cfg FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl;
+    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl) > 1 THEN
+        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
+            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl)
+            USING ERRCODE = 'ambiguous_function',
+                  HINT = format('Name one by its band table: %s.',
+                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
+                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl));
+    END IF;
+    SELECT * INTO cfg FROM @extschema@.minhash_indexes i
+    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'table % has no minhash index', tbl
             USING ERRCODE = 'undefined_object',
@@ -170,11 +185,11 @@ CREATE FUNCTION minhash_internal._minhash_text_expression(tbl regclass, expressi
 RETURNS text
 STRICT STABLE PARALLEL SAFE
 LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_text_expression_wrapper';
-CREATE FUNCTION minhash_internal._minhash_row_text(tbl regclass, columns anyelement)
+CREATE FUNCTION minhash_internal._minhash_row_text(band regclass, columns anyelement)
 RETURNS text
 STABLE PARALLEL SAFE
 LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_row_text_wrapper';
-CREATE FUNCTION minhash_internal._minhash_row_text_sql(tbl regclass, expression text, alias text)
+CREATE FUNCTION minhash_internal._minhash_row_text_sql(band regclass, alias text)
 RETURNS text
 STRICT STABLE PARALLEL SAFE
 LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_row_text_sql_wrapper';
@@ -192,7 +207,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN cfg.text_expression IS NULL THEN format('%s.%I', alias, cfg.text_column)
                 WHEN as_caller
-                THEN minhash_internal._minhash_row_text_sql(cfg.tbl, cfg.text_expression, alias)
+                THEN minhash_internal._minhash_row_text_sql(cfg.band_table, alias)
                 ELSE format('(%s)', cfg.text_expression) END
 $$;
 
@@ -213,13 +228,14 @@ AS $$
 $$;
 
 DROP FUNCTION minhash_internal._minhash_backfill(regclass);
-CREATE FUNCTION minhash_internal._minhash_backfill(tbl regclass, source regclass DEFAULT NULL)
+CREATE FUNCTION minhash_internal._minhash_backfill(band regclass, source regclass DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(band);
+    tbl regclass := cfg.tbl;
     total bigint;
     chunk bigint;
     done bigint := 0;
@@ -288,7 +304,10 @@ BEGIN
             ('minhash_sync_delete', 'DELETE', 'REFERENCING OLD TABLE AS old_rows'),
             ('minhash_sync_truncate', 'TRUNCATE', '')) t(name, event, transition)
     LOOP
-        IF adding THEN
+        IF adding AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
+                              AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure) THEN
+            CONTINUE;
+        ELSIF adding THEN
             EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s
                             FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()',
                            trg.name, trg.event, rel, trg.transition);
@@ -330,6 +349,7 @@ DECLARE
     text_type regtype;
     id_attnum int2;
     band_name text;
+    n int;
     band regclass;
     cfg @extschema@.minhash_indexes;
     grantee text;
@@ -379,10 +399,6 @@ BEGIN
     END IF;
     IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    IF EXISTS (SELECT 1 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_create.tbl) THEN
-        RAISE EXCEPTION 'table % already has a minhash index', tbl USING ERRCODE = 'duplicate_object',
-            HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
     END IF;
 
     SELECT a.atttypid::regtype, a.attnum, a.attcollation,
@@ -480,7 +496,27 @@ BEGIN
     -- Writers wait until this transaction commits: the backfill sees every row.
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
 
-    band_name := left(rel.relname, 63 - length('_minhash_bands')) || '_minhash_bands';
+    -- (a second index of the same text with the same settings would only cost writes)
+    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i
+               WHERE i.tbl = minhash_index_create.tbl AND i.id_column = minhash_index_create.id_column
+                 AND i.text_column IS NOT DISTINCT FROM minhash_index_create.text_column
+                 AND i.text_expression IS NOT DISTINCT FROM minhash_index_create.text_expression
+                 AND (i.k, i.ngram, i.unit, i.threshold, i.bands, i.rows_per_band)
+                     = (minhash_index_create.k, minhash_index_create.ngram, minhash_index_create.unit,
+                        minhash_index_create.threshold, minhash_index_create.bands,
+                        minhash_index_create.rows_per_band)) THEN
+        RAISE EXCEPTION 'table % already has a minhash index of this text with these settings', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
+    END IF;
+
+    -- <table>_minhash_bands, or with the first number that makes it free (a second index, or a
+    -- table renamed and another created under its old name), as PostgreSQL names indexes
+    FOR n IN 0..1000 LOOP
+        band_name := left(rel.relname, 63 - length('_minhash_bands') - coalesce(length(nullif(n, 0)::text), 0))
+                     || '_minhash_bands' || coalesce(nullif(n, 0)::text, '');
+        EXIT WHEN to_regclass(format('%I.%I', rel.nspname, band_name)) IS NULL;
+    END LOOP;
     IF to_regclass(format('%I.%I', rel.nspname, band_name)) IS NOT NULL THEN
         RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
             USING ERRCODE = 'duplicate_table';
@@ -516,13 +552,14 @@ BEGIN
                     THEN ARRAY(SELECT minhash_internal._minhash_partitions(tbl)) END);
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
 
-    -- The sync triggers, on every table of a partition tree: a statement fires the statement
-    -- triggers of the table it names only (src/index/sync.rs).
+    -- The sync triggers (once per table, for all its indexes), on every table of a partition
+    -- tree: a statement fires the statement triggers of the table it names only
+    -- (src/index/sync.rs).
     PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
     PERFORM minhash_internal._minhash_sync_triggers(p, true)
     FROM minhash_internal._minhash_partitions(tbl) p;
 
-    PERFORM minhash_internal._minhash_backfill(tbl);
+    PERFORM minhash_internal._minhash_backfill(band);
     -- A lookup reads and filters candidates from this index alone (an index-only scan); the
     -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
     -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
@@ -562,6 +599,7 @@ DECLARE
     trg text;
     flags text[];
 BEGIN
+    tbl := cfg.tbl;
     IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
         RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
             USING ERRCODE = 'insufficient_privilege';
@@ -570,7 +608,10 @@ BEGIN
     -- of them takes the table before the band table, so dropping both cannot deadlock.
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
-    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure;
+    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
+      AND coalesce(nullif((string_to_array(encode(t.tgargs, 'escape'), '\000'))[4], ''),
+                   (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table))
+          = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
     IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
         RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
             USING ERRCODE = 'dependent_objects_still_exist',
@@ -582,11 +623,13 @@ BEGIN
         RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
         EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
     END LOOP;
-    PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
-    PERFORM minhash_internal._minhash_sync_triggers(p, false)
-    FROM minhash_internal._minhash_partitions(tbl) p;
     PERFORM minhash_internal._minhash_drop_objects(cfg);
-    DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl;
+    DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
+    IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
+        PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
+        PERFORM minhash_internal._minhash_sync_triggers(p, false)
+        FROM minhash_internal._minhash_partitions(tbl) p;
+    END IF;
 END $$;
 
 CREATE FUNCTION minhash_internal._minhash_tree_changed(cfg @extschema@.minhash_indexes, dropped oid[])
@@ -606,7 +649,7 @@ BEGIN
     FOR member IN SELECT t FROM unnest(tree) WITH ORDINALITY u(t, n) WHERE t <> ALL (kept) ORDER BY n LOOP
         PERFORM minhash_internal._minhash_sync_triggers(member, true);
         IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
-            PERFORM minhash_internal._minhash_backfill(cfg.tbl, member);
+            PERFORM minhash_internal._minhash_backfill(cfg.band_table, member);
         END IF;
     END LOOP;
     -- left, still there (detached): the band rows of their rows go
@@ -639,7 +682,7 @@ BEGIN
                 USING HINT = format('Its owner can remove them with minhash_index_rebuild(%L).', cfg.tbl);
         END;
     END IF;
-    UPDATE @extschema@.minhash_indexes i SET partitions = tree WHERE i.tbl = cfg.tbl;
+    UPDATE @extschema@.minhash_indexes i SET partitions = tree WHERE i.band_table = cfg.band_table;
 END $$;
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_ddl()
@@ -761,7 +804,7 @@ BEGIN
                 dropped_name, SQLERRM
                 USING HINT = format('Its owner can drop %s.', cfg.band_table);
         END;
-        DELETE FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl;
+        DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
     END LOOP;
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
@@ -788,11 +831,11 @@ BEGIN
     -- REPEATABLE READ writer whose snapshot is older gets a serialization failure instead of
     -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
     -- 42501 otherwise.)
-    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-    PERFORM minhash_internal._minhash_as_owner(tbl, format(
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', cfg.tbl);
+    PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
         'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
         cfg.band_table));
-    RETURN minhash_internal._minhash_backfill(tbl);
+    RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
@@ -804,12 +847,12 @@ DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     counts jsonb;
 BEGIN
-    counts := minhash_internal._minhash_as_owner(tbl, format(
+    counts := minhash_internal._minhash_as_owner(cfg.tbl, format(
         'WITH expected AS (%1$s), actual AS (SELECT id, key, sketch1, sketch2 FROM %2$s)
          SELECT pg_catalog.jsonb_build_array(
              (SELECT pg_catalog.count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
              (SELECT pg_catalog.count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o))',
-        minhash_internal._minhash_band_rows_sql(cfg, tbl::text), cfg.band_table));
+        minhash_internal._minhash_band_rows_sql(cfg, cfg.tbl::text), cfg.band_table));
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
@@ -946,7 +989,7 @@ DECLARE
     stats jsonb;
 BEGIN
     -- bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
-    stats := minhash_internal._minhash_as_owner(tbl, format(
+    stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
         'WITH buckets AS (SELECT key, pg_catalog.count(*) AS size FROM %1$s GROUP BY key),
          classes AS (
              SELECT CASE WHEN size <= 2 THEN size::text

@@ -33,13 +33,14 @@ thread_local! {
     /// reads changes; a renamed table or column changes the text, so it gets a new statement.
     static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
 
-    /// Catalog rows read in this backend, by table. An entry is dropped when PostgreSQL
-    /// invalidates the relcache entry of its table or band table: DDL on either (the index
+    /// Catalog rows read in this backend, by table: its indexes, in the order of their band
+    /// tables' OIDs. An entry is dropped when PostgreSQL invalidates the relcache entry of its
+    /// table (or a table of its partition tree) or of one of its band tables: DDL on either (the index
     /// functions create and drop the table's triggers) and every change to its catalog row
     /// (the `minhash_indexes_changed` trigger) does that, in this backend at the end of the
     /// command and in the others before their next lock on either table or their next
     /// transaction, as for PostgreSQL's own caches.
-    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Rc<IndexConfig>>> = RefCell::new(HashMap::new());
+    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Indexes>> = RefCell::new(HashMap::new());
 
     /// Relations whose relcache entries were invalidated since [`CONFIGS`] was last pruned
     /// (`None`: all of them). The callback only records them: it may run in the middle of
@@ -122,8 +123,11 @@ fn _minhash_catalog_changed<'a>(
     Ok(None)
 }
 
-/// The cached catalog row of `tbl`, after dropping the invalidated entries.
-fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
+/// The indexes of one table.
+pub(super) type Indexes = Rc<[Rc<IndexConfig>]>;
+
+/// The cached catalog rows of `tbl`, after dropping the invalidated entries.
+fn cached_configs(tbl: pg_sys::Oid) -> Option<Indexes> {
     if !CALLBACK_REGISTERED.replace(true) {
         // SAFETY: registered once per backend; the callback neither errors nor allocates in
         // PostgreSQL memory.
@@ -138,8 +142,11 @@ fn cached_config(tbl: pg_sys::Oid) -> Option<Rc<IndexConfig>> {
     CONFIGS.with_borrow_mut(|configs| {
         match pending {
             None => configs.clear(),
-            Some(relids) if !relids.is_empty() => configs.retain(|_, cfg| {
-                !relids.contains(&cfg.band_table) && !cfg.members.iter().any(|m| relids.contains(m))
+            Some(relids) if !relids.is_empty() => configs.retain(|_, cfgs| {
+                cfgs.iter().all(|cfg| {
+                    !relids.contains(&cfg.band_table)
+                        && !cfg.members.iter().any(|m| relids.contains(m))
+                })
             }),
             Some(_) => {}
         }
@@ -178,101 +185,159 @@ pub(super) struct IndexConfig {
 }
 
 impl IndexConfig {
-    /// The catalog row of `tbl` (see [`IndexConfig::find`]); 42704 if the table has none
-    /// (40001 if it has one that this transaction's snapshot predates, see
+    /// The index named `name` (see [`IndexConfig::find`]); 42704 if there is none (40001 if
+    /// the table has one that this transaction's snapshot predates, see
     /// [`refuse_newer_index`]).
     pub(super) fn get(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
-        tbl: pg_sys::Oid,
+        name: pg_sys::Oid,
     ) -> Rc<IndexConfig> {
-        Self::find(client, fn_oid, tbl).unwrap_or_else(|| {
+        Self::find(client, fn_oid, name).unwrap_or_else(|| {
             // SAFETY: the relation is opened with a lock (or not found) and closed again; its
             // trigger descriptor is read while it is open.
             unsafe {
-                let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
+                let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
                 if !rel.is_null() {
                     let ext = Extension::of_function(fn_oid);
                     let indexed = has_sync_trigger((*rel).trigdesc, ext);
                     pg_sys::table_close(rel, pg_sys::NoLock as i32);
                     if indexed {
-                        refuse_newer_index(tbl);
+                        refuse_newer_index(name);
                     }
                 }
             }
             raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("table {} has no minhash index", regclass_name(tbl)),
+                format!("table {} has no minhash index", regclass_name(name)),
                 Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
             )
         })
     }
 
-    /// The catalog row of `tbl` (see [`IndexConfig::read`]), from this backend's cache when
-    /// nothing has changed since it was read.
+    /// The index named `name`: the one index of table `name`, or the index whose band table
+    /// `name` is (42725 for a table with several; see [`IndexConfig::of_table`]).
     pub(super) fn find(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
-        tbl: pg_sys::Oid,
+        name: pg_sys::Oid,
     ) -> Option<Rc<IndexConfig>> {
-        if let Some(cfg) = cached_config(tbl) {
+        let indexes = Self::of_table(client, fn_oid, name);
+        match &indexes[..] {
+            [one] => return Some(Rc::clone(one)),
+            [] => {}
+            several => ambiguous(name, several),
+        }
+        let schema = Extension::of_function(fn_oid).quoted_schema();
+        let sql = format!(
+            "SELECT i.tbl::pg_catalog.oid FROM {schema}.minhash_indexes i
+             WHERE i.band_table OPERATOR(pg_catalog.=) $1"
+        );
+        let tbl = with_prepared(
+            client,
+            &sql,
+            PgOid::BuiltIn(PgBuiltInOids::OIDOID),
+            name.into(),
+            |table| {
+                if table.is_empty() {
+                    return Ok(None);
+                }
+                table.first().get::<pg_sys::Oid>(1)
+            },
+        )?;
+        Self::of_table(client, fn_oid, tbl)
+            .iter()
+            .find(|cfg| cfg.band_table == name)
+            .cloned()
+    }
+
+    /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
+    /// changed since they were read (see [`IndexConfig::read`]).
+    pub(super) fn of_table(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Indexes {
+        let lock = |cfgs: &Indexes| {
+            for cfg in cfgs.iter() {
+                // SAFETY: a lock by OID; a relation dropped meanwhile is locked harmlessly.
+                unsafe { pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32) };
+            }
+        };
+        if let Some(cfgs) = cached_configs(tbl) {
             // Lock what the lookup reads, as its first read would; that brings in every
             // invalidation committed meanwhile (a dropped index, a changed row), and the entry
             // is used only if it survives them. The locks then keep the band table's indexes
             // from being dropped until the transaction ends.
-            // SAFETY: locks by OID; a relation dropped meanwhile is simply not found below.
-            unsafe {
-                pg_sys::LockRelationOid(cfg.tbl, pg_sys::AccessShareLock as i32);
-                pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32);
-            }
-            if let Some(cfg) = cached_config(tbl) {
-                return Some(cfg);
+            // SAFETY: a lock by OID, as above.
+            unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
+            lock(&cfgs);
+            if let Some(cfgs) = cached_configs(tbl) {
+                return cfgs;
             }
         }
         // The table first: minhash_index_drop takes it before it drops the band table, so the
         // band table read next cannot go away before this transaction ends.
         // SAFETY: a lock by OID, as above.
         unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
-        let cfg = Rc::new(IndexConfig::read(client, fn_oid, tbl)?);
-        // SAFETY: as above (an OID no relation has any more is locked harmlessly).
-        unsafe { pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32) };
-        CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfg)));
-        Some(cfg)
+        let cfgs: Indexes = IndexConfig::read(client, fn_oid, tbl)
+            .into_iter()
+            .map(Rc::new)
+            .collect();
+        lock(&cfgs);
+        if !cfgs.is_empty() {
+            CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
+        }
+        cfgs
     }
 
-    /// The catalog row of `tbl`, read through the catalog of the extension whose function
-    /// `fn_oid` is running, if it has one.
-    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Option<IndexConfig> {
+    /// The catalog rows of `tbl`, read through the catalog of the extension whose function
+    /// `fn_oid` is running.
+    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Vec<IndexConfig> {
         let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
                     i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8,
                     i.text_expression
-             FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1"
+             FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1
+             ORDER BY i.band_table::pg_catalog.oid"
         );
-        let row = with_prepared(
+        let rows = with_prepared(
             client,
             &sql,
             PgOid::BuiltIn(PgBuiltInOids::OIDOID),
             tbl.into(),
             |table| {
-                if table.is_empty() {
-                    return Ok(None);
+                let mut rows = Vec::new();
+                for row in table {
+                    let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
+                    let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
+                    rows.push((
+                        (text(1)?, row.get::<String>(2)?, row.get::<String>(11)?),
+                        row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                        (int(4)?, int(5)?, text(6)?),
+                        row.get::<f64>(7)?.expect("NOT NULL column"),
+                        (int(8)?, int(9)?),
+                        row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
+                    ));
                 }
-                let row = table.first();
-                let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
-                let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
-                Ok(Some((
-                    (text(1)?, row.get::<String>(2)?, row.get::<String>(11)?),
-                    row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
-                    (int(4)?, int(5)?, text(6)?),
-                    row.get::<f64>(7)?.expect("NOT NULL column"),
-                    (int(8)?, int(9)?),
-                    row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
-                )))
+                Ok(rows)
             },
         );
+        // (read once for all the table's indexes)
+        let members = if rows.is_empty() {
+            Vec::new()
+        } else {
+            partition_tree(client, tbl)
+        };
+        rows.into_iter()
+            .map(|row| Self::from_row(tbl, row, &members))
+            .collect()
+    }
+
+    /// The index of `tbl` (whose partition tree is `members`) that a catalog row describes.
+    fn from_row(tbl: pg_sys::Oid, row: CatalogRow, members: &[pg_sys::Oid]) -> IndexConfig {
         let (
             (id_column, text_column, text_expression),
             band_table,
@@ -280,7 +345,7 @@ impl IndexConfig {
             threshold,
             banding,
             xmax,
-        ) = row?;
+        ) = row;
         // A row deleted since the snapshot was taken that names a band table dropped since: the
         // index was dropped (and maybe created again) while the statement waited for its lock.
         // SAFETY: a syscache lookup (always current, unlike the snapshot that read the row) and
@@ -308,7 +373,7 @@ impl IndexConfig {
             (KeyType::of(stored), column)
         };
         let text = TextSource::new(tbl, text_column, text_expression);
-        let members = partition_tree(client, tbl);
+        let members = members.to_vec();
         let leaf = |m: &&pg_sys::Oid| {
             // SAFETY: a catalog lookup by OID.
             unsafe { pg_sys::get_rel_relkind(**m) == pg_sys::RELKIND_RELATION as std::ffi::c_char }
@@ -322,7 +387,7 @@ impl IndexConfig {
                     .collect::<Option<Vec<_>>>()
             })
             .flatten();
-        Some(IndexConfig {
+        IndexConfig {
             tbl,
             sql: Self::lookup_sql(tbl, band_table, &id_column, &text, key),
             band_index: BandIndex::find(band_table, key),
@@ -338,7 +403,7 @@ impl IndexConfig {
             shingling,
             banding,
             threshold,
-        })
+        }
     }
 
     /// Raises 42501 unless the current user may read the id and text columns of the table
@@ -382,6 +447,34 @@ impl IndexConfig {
                 })
         }
     }
+}
+
+/// A catalog row as [`IndexConfig::read`] reads it: (id column, text column, text
+/// expression), band table, (k, ngram, unit), threshold, (bands, rows per band), xmax.
+type CatalogRow = (
+    (String, Option<String>, Option<String>),
+    pg_sys::Oid,
+    (i32, i32, String),
+    f64,
+    (i32, i32),
+    i64,
+);
+
+/// Raises 42725: table `tbl` has several indexes, and the call does not say which.
+pub(super) fn ambiguous(tbl: pg_sys::Oid, indexes: &[Rc<IndexConfig>]) -> ! {
+    let names: Vec<String> = indexes
+        .iter()
+        .map(|c| regclass_name(c.band_table))
+        .collect();
+    raise(
+        PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
+        format!(
+            "table {} has {} minhash indexes",
+            regclass_name(tbl),
+            indexes.len()
+        ),
+        Some(format!("Name one by its band table: {}.", names.join(", "))),
+    )
 }
 
 /// `tbl` and, if it is partitioned, every table of its partition tree below it, each locked

@@ -4,6 +4,7 @@
 
 use std::ffi::{CStr, CString};
 use std::num::NonZeroUsize;
+use std::rc::Rc;
 
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
@@ -13,11 +14,11 @@ use pgrx::{PgLogLevel, PgSqlErrorCode};
 use crate::core::jaccard::ShingleSet;
 use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::error::raise;
-use crate::pg::names::regclass_name;
+use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 use crate::sql::interrupts;
 
-use super::catalog::{indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
+use super::catalog::{ambiguous, indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
 
 use super::extension::Extension;
 use super::key::{Id, KeyType};
@@ -265,7 +266,8 @@ enum FlagMode {
 /// value it gives, so restored rows keep their flags); in `'reject'` mode such a row is refused
 /// with SQLSTATE 23505. An UPDATE is checked again only when it changes the text (byte for
 /// byte), so a flag set or cleared by hand stays as it is; a row is never compared with itself,
-/// under its old id or its new one.
+/// under its old id or its new one. A fourth argument names the index to check against by its
+/// band table, for a table with several indexes.
 #[pg_trigger]
 fn minhash_flag_duplicate<'a>(
     trigger: &'a PgTrigger<'a>,
@@ -310,20 +312,37 @@ fn minhash_flag_duplicate<'a>(
     let owner = relation_owner(tbl);
     let checked = Spi::connect(|client| {
         let fn_oid = trigger.trigger().tgfoid;
-        let cfg = match IndexConfig::find(client, fn_oid, tbl) {
-            Some(cfg) => cfg,
+        let indexes = IndexConfig::of_table(client, fn_oid, tbl);
+        // SAFETY: the trigger descriptor of the open relation; the function running now.
+        let synced = || unsafe {
+            has_sync_trigger((*data.tg_relation).trigdesc, Extension::of_function(fn_oid))
+        };
+        let cfg = match (&indexes[..], arg(3).filter(|a| !a.is_empty())) {
             // A data-only restore may load an indexed table before its catalog row: its rows
             // stay as they were dumped, as in a full restore.
-            // SAFETY: the trigger descriptor of the open relation; the function running now.
-            None if unsafe {
-                has_sync_trigger((*data.tg_relation).trigdesc, Extension::of_function(fn_oid))
-            } =>
-            {
+            ([], _) if synced() => {
                 // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
                 refuse_newer_index(tbl);
                 return None;
             }
-            None => IndexConfig::get(client, fn_oid, tbl),
+            ([], _) => IndexConfig::get(client, fn_oid, tbl),
+            // the index named by its band table (in the table's schema)
+            (_, Some(name)) => indexes
+                .iter()
+                .find(|c| relation_name(c.band_table) == name)
+                .cloned()
+                .unwrap_or_else(|| {
+                    raise(
+                        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                        format!(
+                            "table {} has no minhash index with band table \"{name}\"",
+                            regclass_name(tbl)
+                        ),
+                        Some(INDEX_HINT.into()),
+                    )
+                }),
+            ([one], None) => Rc::clone(one),
+            (several, None) => ambiguous(tbl, several),
         };
         // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
         // `find`.
@@ -526,6 +545,8 @@ unsafe extern "C-unwind" fn add_constraint_names(arg: *mut std::ffi::c_void) {
         pg_sys::err_generic_string(pg_sys::PG_DIAG_CONSTRAINT_NAME as i32, names.constraint);
     }
 }
+
+const INDEX_HINT: &str = "The fourth trigger argument names the index by its band table.";
 
 const FLAG_HINT: &str =
     "The first trigger argument names the column that receives the duplicate's id.";

@@ -42,7 +42,7 @@ impl IndexConfig {
         text: &TextSource,
         key: KeyType,
     ) -> [String; 2] {
-        let (id, text) = (quote_ident_str(id_column), text.caller_sql(tbl, "t"));
+        let (id, text) = (quote_ident_str(id_column), text.caller_sql(band_table, "t"));
         // integer ids of any width come as int8, like the band table stores them
         let cast = if key.integer { "::pg_catalog.int8" } else { "" };
         [

@@ -7,7 +7,7 @@
 //! the partition's.
 //!
 //! It trusts nothing about how it was fired. The firing table (or the root of its partition
-//! tree) must have a catalog row, the
+//! tree) must have a catalog row (it keeps the band table of each index of the table), the
 //! trigger must be one of ours by name and fire on the event its name says, and the statement's
 //! rows come only from the transition tables in the trigger data; otherwise it refuses with
 //! 39P01, except that an INSERT into a table without a catalog row does nothing (a data-only
@@ -40,7 +40,7 @@ use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
 use super::text::{utf8, TextReader};
-use crate::pg::names::{qualified_name, quote_ident_str, regclass_name};
+use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_name};
 use crate::pg::tuple::column;
 
 use super::catalog::{indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
@@ -98,17 +98,16 @@ fn _minhash_sync<'a>(
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
         )
     });
-    let cfg = Spi::connect(|client| IndexConfig::find(client, trigger.trigger().tgfoid, tbl));
-    if cfg.is_none() {
+    let indexes =
+        Spi::connect(|client| IndexConfig::of_table(client, trigger.trigger().tgfoid, tbl));
+    if indexes.is_empty() {
         // (our trigger fired: the index exists, maybe not in this transaction's snapshot)
         refuse_newer_index(tbl);
-    }
-    // A data-only restore may load a table before the catalog row of its index; the band rows
-    // come from the dump then (see `restore`).
-    if cfg.is_none() && event == Event::Insert {
-        return Ok(None);
-    }
-    let cfg = cfg.unwrap_or_else(|| {
+        // A data-only restore may load a table before the catalog row of its index; the band
+        // rows come from the dump then (see `restore`).
+        if event == Event::Insert {
+            return Ok(None);
+        }
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             format!(
@@ -116,36 +115,39 @@ fn _minhash_sync<'a>(
                 regclass_name(fired_on)
             ),
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
-        )
-    });
+        );
+    }
     // (of a partition too: the index and its band table are the indexed table's owner's)
     let owner = relation_owner(tbl);
     as_owner(owner, || {
-        // SAFETY: the band table is opened and locked as a DELETE or INSERT would, checked, and
-        // closed again by `BandTable`; the transition tables are those of this trigger event.
+        // SAFETY: each band table is opened and locked as a DELETE or INSERT would, checked,
+        // and closed again by `BandTable`; the transition tables are those of this trigger
+        // event.
         unsafe {
             let ext = Extension::of_function(trigger.trigger().tgfoid);
-            let band = BandTable::open(&cfg, tbl, owner, ext);
-            match event {
-                Event::Insert => {
-                    insert_band_rows(data, &cfg, &band, data.tg_newtable, None);
-                    band.close();
-                }
-                Event::Delete => {
-                    delete_band_rows(data, &cfg, &band, data.tg_oldtable, None);
-                    band.close();
-                }
-                Event::Update => {
-                    let pairs = Some((data.tg_oldtable, data.tg_newtable));
-                    delete_band_rows(data, &cfg, &band, data.tg_oldtable, pairs);
-                    insert_band_rows(data, &cfg, &band, data.tg_newtable, pairs);
-                    band.close();
-                }
-                // (TRUNCATE refuses a table this session has open)
-                Event::Truncate if fired_on == tbl => band.close_and_truncate(),
-                Event::Truncate => {
-                    band.delete_missing(&cfg);
-                    band.close();
+            for cfg in indexes.iter() {
+                let band = BandTable::open(cfg, tbl, owner, ext);
+                match event {
+                    Event::Insert => {
+                        insert_band_rows(data, cfg, &band, data.tg_newtable, None);
+                        band.close();
+                    }
+                    Event::Delete => {
+                        delete_band_rows(data, cfg, &band, data.tg_oldtable, None);
+                        band.close();
+                    }
+                    Event::Update => {
+                        let pairs = Some((data.tg_oldtable, data.tg_newtable));
+                        delete_band_rows(data, cfg, &band, data.tg_oldtable, pairs);
+                        insert_band_rows(data, cfg, &band, data.tg_newtable, pairs);
+                        band.close();
+                    }
+                    // (TRUNCATE refuses a table this session has open)
+                    Event::Truncate if fired_on == tbl => band.close_and_truncate(),
+                    Event::Truncate => {
+                        band.delete_missing(cfg);
+                        band.close();
+                    }
                 }
             }
         }
@@ -746,16 +748,4 @@ fn type_name_qualified(typid: PgOid) -> String {
     unsafe { CStr::from_ptr(pg_sys::format_type_be_qualified(typid.value())) }
         .to_string_lossy()
         .into_owned()
-}
-
-/// A relation's unqualified name, as PostgreSQL's constraint messages give it.
-fn relation_name(rel: pg_sys::Oid) -> String {
-    // SAFETY: NULL (checked) or a palloc'd C string.
-    unsafe {
-        let name = pg_sys::get_rel_name(rel);
-        if name.is_null() {
-            return rel.to_u32().to_string();
-        }
-        CStr::from_ptr(name).to_string_lossy().into_owned()
-    }
 }

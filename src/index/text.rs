@@ -67,15 +67,16 @@ impl TextSource {
         }
     }
 
-    /// The text of the row `alias` of `tbl` in SQL that runs with the caller's rights: the
-    /// column, or the expression computed by [`_minhash_row_text`] (as the table's owner).
-    pub(super) fn caller_sql(&self, tbl: pg_sys::Oid, alias: &str) -> String {
+    /// The text of the row `alias` of the table of the index with band table `band` in SQL
+    /// that runs with the caller's rights: the column, or the expression computed by
+    /// [`_minhash_row_text`] (as the table's owner).
+    pub(super) fn caller_sql(&self, band: pg_sys::Oid, alias: &str) -> String {
         match self {
             TextSource::Column(name) => format!("{alias}.{}", quote_ident_str(name)),
             TextSource::Expression(e) => format!(
                 "minhash_internal._minhash_row_text({}::pg_catalog.oid::pg_catalog.regclass, \
                  ROW({}))",
-                tbl.to_u32(),
+                band.to_u32(),
                 e.columns
                     .iter()
                     .map(|c| format!("{alias}.{}", quote_ident_str(c)))
@@ -250,26 +251,26 @@ struct RowText {
 }
 
 /// Internal to the searches whose SQL runs with the caller's rights (a lookup that cannot read
-/// the table directly, `minhash_duplicates`, `minhash_clusters`): the text of a row of `tbl`
-/// under its index's text expression, from `columns`, a record of the columns the expression
+/// the table directly, `minhash_duplicates`, `minhash_clusters`): the text of a row of the
+/// table of the index with band table `band` under the index's text expression, from `columns`, a record of the columns the expression
 /// reads (`ROW(t.a, t.b)`, as [`TextSource::caller_sql`] writes it: a caller with SELECT on
 /// those columns alone may read them, unlike the whole row). The expression runs as the
 /// table's owner inside a security-restricted operation (see [`TextSource::evaluating`]), never
 /// as the caller, who must be allowed to read the columns it uses (42501), as for a lookup.
 #[pg_extern(stable, parallel_safe, schema = "minhash_internal")]
 fn _minhash_row_text(
-    tbl: Regclass,
+    band: Regclass,
     columns: Option<AnyElement>,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> Option<String> {
-    let tbl = tbl.0;
     // SAFETY: this call's fcinfo; the cache is made once per call site in its memory context
     // and read back from fn_extra as the type stored there.
     let cache = unsafe {
         let flinfo = (*fcinfo).flinfo;
         if (*flinfo).fn_extra.is_null() {
             let fn_oid = (*flinfo).fn_oid;
-            let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl));
+            let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, band.0));
+            let tbl = cfg.tbl;
             cfg.check_readable();
             let TextSource::Expression(expression) = &cfg.text else {
                 raise(
@@ -396,11 +397,15 @@ fn _minhash_text_expression(tbl: Regclass, expression: &str) -> String {
     analyze(tbl.0, expression).text
 }
 
-/// Internal to `_minhash_text_sql`: the text expression `expression` of the index of `tbl` in
-/// SQL that runs with the caller's rights, for the row `alias` (see [`TextSource::caller_sql`]).
+/// Internal to `_minhash_text_sql`: the text of the row `alias` of the table of the index with
+/// band table `band` in SQL that runs with the caller's rights (see
+/// [`TextSource::caller_sql`]).
 #[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
-fn _minhash_row_text_sql(tbl: Regclass, expression: &str, alias: &str) -> String {
-    TextSource::Expression(analyze(tbl.0, expression)).caller_sql(tbl.0, alias)
+fn _minhash_row_text_sql(band: Regclass, alias: &str, fcinfo: pg_sys::FunctionCallInfo) -> String {
+    // SAFETY: this call's fcinfo.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, band.0));
+    cfg.text.caller_sql(cfg.band_table, alias)
 }
 
 /// Parses and checks `text` as an expression over the columns of `tbl` (see

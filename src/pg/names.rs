@@ -102,3 +102,15 @@ pub(crate) fn quote_literal(text: &str) -> String {
         format!("'{escaped}'")
     }
 }
+
+/// A relation's unqualified name, as PostgreSQL's constraint messages give it.
+pub(crate) fn relation_name(rel: pg_sys::Oid) -> String {
+    // SAFETY: NULL (checked) or a palloc'd C string.
+    unsafe {
+        let name = pg_sys::get_rel_name(rel);
+        if name.is_null() {
+            return rel.to_u32().to_string();
+        }
+        CStr::from_ptr(name).to_string_lossy().into_owned()
+    }
+}
