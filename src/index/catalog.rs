@@ -18,6 +18,7 @@ use crate::pg::tuple::column;
 
 use super::extension::Extension;
 use super::key::KeyType;
+use super::owner::relation_owner;
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
 use super::text::TextSource;
@@ -506,18 +507,22 @@ fn partition_tree(client: &SpiClient<'_>, tbl: pg_sys::Oid) -> Vec<pg_sys::Oid> 
     tree
 }
 
-/// The table whose index the triggers on relation `rel` serve: `rel`, or the root of the
-/// partition tree of a partition (an index is made on a root: `minhash_index_create`).
+/// The table whose index the triggers on relation `rel` serve, and its owner: `rel`, or the
+/// root of the partition tree of a partition (an index is made on a root:
+/// `minhash_index_create`).
 ///
 /// # Safety
 /// `rel` is open.
-pub(super) unsafe fn indexed_table(rel: pg_sys::Relation) -> pg_sys::Oid {
+pub(super) unsafe fn indexed_table(rel: pg_sys::Relation) -> (pg_sys::Oid, pg_sys::Oid) {
     // SAFETY: per the contract.
-    let (oid, partition) = unsafe { ((*rel).rd_id, (*(*rel).rd_rel).relispartition) };
+    let (oid, owner, partition) = unsafe {
+        let class = &*(*rel).rd_rel;
+        ((*rel).rd_id, class.relowner, class.relispartition)
+    };
     if !partition {
-        return oid;
+        return (oid, owner);
     }
-    Spi::connect(|client| {
+    let root = Spi::connect(|client| {
         with_prepared(
             client,
             "SELECT pg_catalog.pg_partition_root($1)::pg_catalog.oid",
@@ -526,7 +531,8 @@ pub(super) unsafe fn indexed_table(rel: pg_sys::Relation) -> pg_sys::Oid {
             |table| table.first().get::<pg_sys::Oid>(1),
         )
     })
-    .unwrap_or(oid)
+    .unwrap_or(oid);
+    (root, relation_owner(root))
 }
 
 /// Under REPEATABLE READ and SERIALIZABLE: raises 40001, for a transaction that writes `tbl`

@@ -22,7 +22,7 @@ use super::catalog::{ambiguous, indexed_table, refuse_newer_index, IndexConfig, 
 
 use super::extension::Extension;
 use super::key::{Id, KeyType};
-use super::owner::{as_owner, relation_owner};
+use super::owner::as_owner;
 use super::restore::has_sync_trigger;
 use super::sync::{claim_band_rows, withdraw_claim};
 use super::text::utf8;
@@ -289,7 +289,9 @@ fn minhash_flag_duplicate<'a>(
     let arg = |i: usize| args.get(i).map(String::as_str);
     // SAFETY: a row trigger's relation is open and its descriptor valid while it fires. (A
     // trigger on a partitioned table fires on the partition a row goes to, as a clone.)
-    let (fired_on, tbl, tupdesc) = unsafe {
+    // (of a partition, the partitioned table the index is on, and its owner's: the index is
+    // that owner's)
+    let (fired_on, (tbl, owner), tupdesc) = unsafe {
         let rel = data.tg_relation;
         ((*rel).rd_id, indexed_table(rel), (*rel).rd_att)
     };
@@ -308,8 +310,6 @@ fn minhash_flag_duplicate<'a>(
     } else {
         data.tg_trigtuple
     };
-    // (of a partition too: the index is the indexed table's owner's)
-    let owner = relation_owner(tbl);
     let checked = Spi::connect(|client| {
         let fn_oid = trigger.trigger().tgfoid;
         let indexes = IndexConfig::of_table(client, fn_oid, tbl);

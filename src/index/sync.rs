@@ -44,7 +44,7 @@ use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_
 use crate::pg::tuple::column;
 
 use super::catalog::{indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
-use super::owner::{as_owner, relation_owner};
+use super::owner::as_owner;
 use super::restore::{self, only_load_trigger};
 
 /// Band rows gathered before one `INSERT` writes them.
@@ -85,7 +85,10 @@ fn _minhash_sync<'a>(
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
     let data = trigger.trigger_data();
     // SAFETY: a trigger's relation is open while it fires.
-    let (fired_on, tbl) = unsafe { ((*data.tg_relation).rd_id, indexed_table(data.tg_relation)) };
+    // (of a partition, the partitioned table the index is on, and its owner's: the index and
+    // its band table are that owner's)
+    let (fired_on, (tbl, owner)) =
+        unsafe { ((*data.tg_relation).rd_id, indexed_table(data.tg_relation)) };
     let event = fired_by(data, trigger.trigger()).unwrap_or_else(|| {
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
@@ -117,8 +120,6 @@ fn _minhash_sync<'a>(
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
         );
     }
-    // (of a partition too: the index and its band table are the indexed table's owner's)
-    let owner = relation_owner(tbl);
     as_owner(owner, || {
         // SAFETY: each band table is opened and locked as a DELETE or INSERT would, checked,
         // and closed again by `BandTable`; the transition tables are those of this trigger

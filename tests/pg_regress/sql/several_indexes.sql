@@ -52,6 +52,19 @@ SELECT * FROM minhash_index_check('questions_minhash_bands1');
 SELECT minhash_index_rebuild('questions_minhash_bands1') AS rows_read;
 SELECT rows_indexed FROM minhash_index_stats('questions_minhash_bands1');
 
+-- A role without privileges gets nothing by naming an index by its band table.
+CREATE ROLE band_stranger;
+SET ROLE band_stranger;
+SELECT try($$SELECT * FROM minhash_similar('questions_minhash_bands', 'how do I sort a list')$$);
+SELECT try($$SELECT * FROM minhash_duplicates('questions_minhash_bands1')$$);
+SELECT try($$SELECT * FROM minhash_index_check('questions_minhash_bands')$$);
+SELECT try($$SELECT minhash_index_rebuild('questions_minhash_bands1')$$);
+SELECT try($$SELECT minhash_index_drop('questions_minhash_bands1')$$);
+SELECT try($$SELECT * FROM questions_minhash_bands LIMIT 1$$);
+RESET ROLE;
+DROP ROLE band_stranger;
+SELECT count(*) AS indexes FROM minhash_indexes WHERE tbl = 'questions'::regclass;
+
 -- A duplicate trigger names its index by its band table (fourth argument); one that does not
 -- name it is refused on a table with several.
 CREATE TRIGGER flag_any BEFORE INSERT ON questions
