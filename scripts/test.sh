@@ -7,7 +7,8 @@
 # guarantees at each isolation level; tests/ddl_race: writers racing rebuild, drop and
 # create), the pg_dump and pg_restore paths in tests/dump, ALTER EXTENSION UPDATE from the
 # previous release in tests/upgrade, logical replication in tests/replication and the
-# huge-input run under an address-space limit in tests/limits.
+# huge-input run under an address-space limit in tests/limits; on PostgreSQL 15 also a
+# coordinator and two workers of Citus in tests/citus (Citus built by ../shared/citus).
 # Prints one closing line counting every version's tests.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
 # throwaway directories.
@@ -42,13 +43,19 @@ for major in $PG_MAJORS; do
     bash tests/upgrade/run.sh
     bash tests/replication/run.sh
     bash tests/limits/run.sh
+    # (Citus is built for the system PostgreSQL 15)
+    citus=0 citus_run=""
+    if [ "$major" = 15 ]; then
+        bash tests/citus/run.sh
+        citus=1 citus_run=" and a 3-node Citus run"
+    fi
 
     unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
     regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
-    total=$((total + unit + regress + 7))
+    total=$((total + unit + regress + 7 + citus))
     summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, concurrency,"
-                "constraint, DDL race, dump, upgrade, replication and limits runs in"
-                "$((SECONDS - start)) s;")
+                "constraint, DDL race, dump, upgrade, replication and limits runs$citus_run"
+                "in $((SECONDS - start)) s;")
 done
 
 summary="${summaries[*]}"

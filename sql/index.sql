@@ -177,6 +177,44 @@ AS $$
     WHERE a.attrelid = band_table AND a.attname = 'id' AND NOT a.attisdropped
 $$;
 
+-- Citus (README, "Scaling out with Citus"): what tbl is to Citus when Citus is installed:
+-- 'distributed' (hash-distributed by the column dist_column), 'reference', 'other' (a Citus
+-- local or single-shard table), or NULL (a table Citus does not manage, or no Citus).
+CREATE FUNCTION minhash_internal._minhash_citus_table(tbl regclass, OUT kind text, OUT dist_column name)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    EXECUTE 'SELECT CASE WHEN p.partmethod = ''h'' AND p.partkey IS NOT NULL THEN ''distributed''
+                         WHEN p.partmethod = ''n'' AND p.repmodel = ''t'' THEN ''reference''
+                         ELSE ''other'' END,
+                    CASE WHEN p.partmethod = ''h'' AND p.partkey IS NOT NULL
+                         THEN pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) END
+             FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1'
+    INTO kind, dist_column USING tbl;
+END $$;
+
+-- Makes the (empty) band table of an index of a Citus table a Citus table too: of a distributed
+-- table, distributed by id and co-located with it, so that each band row lives on the shard of
+-- its row and the sync triggers on the shards write locally; of a reference table, a
+-- reference table, written on each node beside the table's copy there.
+CREATE FUNCTION minhash_internal._minhash_citus_distribute(band regclass, tbl regclass, kind text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF kind = 'distributed' THEN
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''id'', colocate_with => $2)'
+        USING band, tbl::text;
+    ELSE
+        EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING band;
+    END IF;
+END $$;
+
 -- The text of the row `alias` of an index's table in SQL: the text column, or the text
 -- expression. SQL that runs as the table's owner (as_caller false: backfill, check) computes the
 -- expression inline over the bare column names (`alias` must be the only relation in scope);
@@ -203,7 +241,14 @@ RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format(
+    -- (Citus runs the SELECT on each shard only without OFFSET: there the band values come
+    -- from a function in FROM, once per text too)
+    SELECT CASE WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
+        'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2 FROM %3$s d
+         CROSS JOIN LATERAL minhash_internal._minhash_band_rows(%4$s, %5$s, %6$s, %7$L, %8$s, %9$s) b',
+        cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table), source,
+        minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+        cfg.rows_per_band) ELSE format(
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
          FROM (SELECT d.%2$I::%9$s AS id,
@@ -211,7 +256,7 @@ AS $$
                FROM %8$s d OFFSET 0) s
          WHERE s.v IS NOT NULL',
         cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
-        cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table))
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table)) END
 $$;
 
 -- Fills the (empty) band table `band` of an index from its table's rows in ten set-based chunks of ascending ids
@@ -245,6 +290,16 @@ DECLARE
                                AND t.tgname = 'minhash_bands_load' AND t.tgenabled <> 'D');
 BEGIN
     source := coalesce(source, tbl);
+    -- Of a Citus table: one INSERT ... SELECT, which Citus runs on each shard of the table into
+    -- the band table's shard beside it.
+    IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+        total := minhash_internal._minhash_as_owner(tbl, format(
+            'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
+        PERFORM minhash_internal._minhash_as_owner(tbl, format(
+            'INSERT INTO %s (id, key, sketch1, sketch2) %s', cfg.band_table,
+            minhash_internal._minhash_band_rows_sql(cfg, source::text)));
+        RETURN total;
+    END IF;
     IF loading THEN
         PERFORM minhash_internal._minhash_as_owner(tbl, format(
             'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
@@ -281,6 +336,32 @@ BEGIN
     RETURN done;
 END $$;
 
+-- The arguments the sync triggers of a Citus table carry: the catalog rows of its indexes as
+-- JSON (src/index/citus.rs), which name the table and the band tables.
+CREATE FUNCTION minhash_internal._minhash_citus_args(tbl regclass)
+RETURNS text[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg((to_jsonb(i) - 'created_at' - 'partitions')::text
+                              ORDER BY i.band_table::oid), '{}')
+    FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_citus_args.tbl
+$$;
+
+-- The arguments of trigger `trigger`.
+CREATE FUNCTION minhash_internal._minhash_trigger_args(trigger oid)
+RETURNS text[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- (tgargs: the arguments, each ended by a zero byte)
+    SELECT coalesce(array_agg(convert_from(decode(u.a, 'escape'), 'UTF8') ORDER BY u.n), '{}')
+    FROM pg_trigger t
+    CROSS JOIN LATERAL unnest((string_to_array(encode(t.tgargs, 'escape'), '\000'))[1:t.tgnargs])
+         WITH ORDINALITY u(a, n)
+    WHERE t.oid = trigger
+$$;
+
 -- Creates (adding true; those it has already stay) or drops the four sync triggers on `rel`: an
 -- indexed table or a table of its partition tree. They serve every index of the table. One fixed trigger function of the extension keeps the band
 -- table exact; it checks that the table and trigger that fire it are these (src/index/sync.rs).
@@ -291,7 +372,21 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     trg record;
+    citus boolean := (minhash_internal._minhash_citus_table(rel)).kind IS NOT NULL;
+    args text := '';
+    unsafe_triggers text;
 BEGIN
+    IF citus THEN
+        -- Citus makes each trigger on every shard of the table too, where it fires on the
+        -- workers, which have no catalog rows: its arguments carry the catalog rows of the
+        -- table's indexes (src/index/citus.rs), so they are made again whenever those change.
+        -- Citus asks for citus.enable_unsafe_triggers to make triggers on its tables (README,
+        -- "Scaling out with Citus"), here only.
+        SELECT coalesce(string_agg(quote_literal(a), ', '), '') INTO args
+        FROM unnest(minhash_internal._minhash_citus_args(rel)) a;
+        unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+        PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    END IF;
     FOR trg IN
         SELECT * FROM (VALUES
             ('minhash_sync_insert', 'INSERT', 'REFERENCING NEW TABLE AS new_rows'),
@@ -299,17 +394,26 @@ BEGIN
             ('minhash_sync_delete', 'DELETE', 'REFERENCING OLD TABLE AS old_rows'),
             ('minhash_sync_truncate', 'TRUNCATE', '')) t(name, event, transition)
     LOOP
-        IF adding AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
-                              AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure) THEN
+        IF adding
+           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
+                       AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+                       AND (NOT citus OR minhash_internal._minhash_trigger_args(t.oid)
+                                         = minhash_internal._minhash_citus_args(rel))) THEN
             CONTINUE;
-        ELSIF adding THEN
+        END IF;
+        IF (citus OR NOT adding)
+           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name) THEN
+            EXECUTE format('DROP TRIGGER %I ON %s', trg.name, rel);
+        END IF;
+        IF adding THEN
             EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s
-                            FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync()',
-                           trg.name, trg.event, rel, trg.transition);
-        ELSE
-            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trg.name, rel);
+                            FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
+                           trg.name, trg.event, rel, trg.transition, args);
         END IF;
     END LOOP;
+    IF citus THEN
+        PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+    END IF;
 END $$;
 
 -- The tables of the partition tree of tbl below it (none for a table that is not partitioned),
@@ -349,6 +453,7 @@ DECLARE
     band regclass;
     cfg @extschema@.minhash_indexes;
     grantee text;
+    citus record;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
        OR unit IS NULL OR threshold IS NULL THEN
@@ -395,6 +500,28 @@ BEGIN
     END IF;
     IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- A table of Citus: its band table becomes a Citus table of the same kind, written by the
+    -- sync triggers on the table's shards (README, "Scaling out with Citus").
+    citus := minhash_internal._minhash_citus_table(tbl);
+    IF citus.kind = 'other' THEN
+        RAISE EXCEPTION '% is a Citus table that is neither distributed by a column nor a reference table', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a hash-distributed table, a reference table or a table Citus does not manage.';
+    ELSIF citus.kind IS NOT NULL AND rel.relkind = 'p' THEN
+        RAISE EXCEPTION '% is a partitioned Citus table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'A minhash index of a Citus table needs a table that is not partitioned.';
+    ELSIF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
+        RAISE EXCEPTION '% is distributed by column "%", not by its id column "%"', tbl,
+            citus.dist_column, id_column
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index keeps the band rows of each row on the row''s shard: '
+                         'distribute the table by the id column the index names.';
+    ELSIF citus.kind IS NOT NULL AND text_expression IS NOT NULL THEN
+        RAISE EXCEPTION 'a minhash index of Citus table % cannot index a text expression', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a stored generated column of that expression: ALTER TABLE ... ADD COLUMN '
+                         '... text GENERATED ALWAYS AS (...) STORED.';
     END IF;
 
     SELECT a.atttypid::regtype, a.attnum, a.attcollation,
@@ -540,6 +667,9 @@ BEGIN
     LOOP
         EXECUTE format('REVOKE ALL ON %s FROM %s', band, grantee);
     END LOOP;
+    IF citus.kind IS NOT NULL THEN
+        PERFORM minhash_internal._minhash_citus_distribute(band, tbl, citus.kind);
+    END IF;
     PERFORM minhash_internal._minhash_link_band_table(tbl, band);
 
     cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
@@ -566,10 +696,16 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
     EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
-    -- the table are dropped (src/index/restore.rs).
-    EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
-                    FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()', band);
-    EXECUTE format('ANALYZE %s', band);
+    -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
+    -- and no triggers on band tables.)
+    IF citus.kind IS NULL THEN
+        EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
+                        FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()', band);
+    END IF;
+    -- (Citus analyzes the shards of a Citus table on the workers, by their autovacuum)
+    IF citus.kind IS NULL THEN
+        EXECUTE format('ANALYZE %s', band);
+    END IF;
     RETURN band;
 END $$;
 
@@ -625,6 +761,10 @@ BEGIN
     END IF;
     FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
         RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
+        -- (Citus drops a trigger of its tables only with citus.enable_unsafe_triggers on)
+        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+            PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+        END IF;
         EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
     END LOOP;
     PERFORM minhash_internal._minhash_drop_objects(cfg);
@@ -633,6 +773,9 @@ BEGIN
         PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
         PERFORM minhash_internal._minhash_sync_triggers(p, false)
         FROM minhash_internal._minhash_partitions(tbl) p;
+    ELSIF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+        -- (the triggers on the shards carry the catalog rows of the indexes left)
+        PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
     END IF;
 END $$;
 
@@ -815,6 +958,24 @@ BEGIN
                                pg_get_userbyid(table_owner));
             END IF;
         END LOOP;
+        -- The sync triggers on the shards of a Citus table name it and its band tables
+        -- (_minhash_citus_args): a new name or schema for either would leave them naming
+        -- what is gone.
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE EXISTS (SELECT FROM pg_event_trigger_ddl_commands() c
+                          WHERE c.classid = 'pg_class'::regclass AND c.objid IN (i.tbl, i.band_table))
+              AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NOT NULL
+              AND minhash_internal._minhash_citus_args(i.tbl) IS DISTINCT FROM
+                  (SELECT minhash_internal._minhash_trigger_args(t.oid) FROM pg_trigger t
+                   WHERE t.tgrelid = i.tbl AND t.tgname = 'minhash_sync_insert')
+        LOOP
+            RAISE EXCEPTION 'Citus table % and its minhash band table % cannot be renamed or moved',
+                cfg.tbl, cfg.band_table
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = format('Drop the index first with minhash_index_drop(%L), and create it '
+                                    'again afterwards.', cfg.tbl);
+        END LOOP;
         RETURN;
     END IF;
     FOR cfg IN
@@ -949,6 +1110,65 @@ BEGIN
     END IF;
 END $$;
 
+-- The near-duplicate pairs of rows of an index of a Citus table, at least `threshold` similar,
+-- with ids as text (id_a < id_b). The work is done where the rows are: the candidate pairs,
+-- rows sharing a band key, meet in a repartition join of the band table with itself (Citus
+-- moves band rows between the workers by key), and only the pairs come back; each pair is then
+-- verified on the worker of its first row, which gets the second row's text from the worker
+-- of that row. The band table is read as the table's owner; the table with the caller's
+-- rights, as minhash_duplicates reads it on one node: rows the caller may not see are in no
+-- pair.
+CREATE FUNCTION minhash_internal._minhash_citus_pairs(cfg @extschema@.minhash_indexes, threshold float8)
+RETURNS TABLE (id_a text, id_b text, similarity float8)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    repartition text := current_setting('citus.enable_repartition_joins');
+    pairs jsonb;
+    id_type text := (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                     WHERE a.attrelid = cfg.tbl AND a.attname = cfg.id_column);
+BEGIN
+    PERFORM set_config('citus.enable_repartition_joins', 'on', true);
+    pairs := minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(p.a, p.b)), ''[]'')
+         FROM (SELECT x.id AS a, y.id AS b FROM %1$s x JOIN %1$s y ON x.key OPERATOR(pg_catalog.=) y.key
+               WHERE x.id OPERATOR(pg_catalog.<) y.id GROUP BY x.id, y.id) p', cfg.band_table));
+    PERFORM set_config('citus.enable_repartition_joins', repartition, true);
+    RETURN QUERY EXECUTE format(
+        'WITH p AS MATERIALIZED (
+             SELECT (e OPERATOR(pg_catalog.->>) 0)::%1$s AS a, (e OPERATOR(pg_catalog.->>) 1)::%1$s AS b
+             FROM pg_catalog.jsonb_array_elements($1) e),
+         r AS MATERIALIZED (
+             SELECT p.a, p.b, t.%3$I::pg_catalog.text AS text_b
+             FROM p JOIN %2$s t ON t.%4$I OPERATOR(pg_catalog.=) p.b WHERE t.%3$I IS NOT NULL)
+         SELECT q.a::pg_catalog.text, q.b::pg_catalog.text, q.s
+         FROM (SELECT r.a, r.b, @extschema@.jaccard(t.%3$I::pg_catalog.text, r.text_b, %5$s, %6$L) AS s
+               FROM r JOIN %2$s t ON t.%4$I OPERATOR(pg_catalog.=) r.a WHERE t.%3$I IS NOT NULL) q
+         WHERE q.s OPERATOR(pg_catalog.>=) $2',
+        id_type, cfg.tbl, cfg.text_column, cfg.id_column, cfg.ngram, cfg.unit)
+    USING pairs, threshold;
+END $$;
+
+-- Refuses (0A000) what minhash_clusters does not do on a Citus table: ids of a key type other
+-- than an integer (typed), and mode 'representative'.
+CREATE FUNCTION minhash_internal._minhash_citus_clusters(cfg @extschema@.minhash_indexes,
+    typed boolean, ordered boolean)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        RETURN false;
+    ELSIF typed OR ordered THEN
+        RAISE EXCEPTION 'minhash_clusters of Citus table % takes integer ids in mode ''connected'' only', cfg.tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'minhash_duplicates() gives the pairs of near-duplicates of any key type.';
+    END IF;
+    RETURN true;
+END $$;
+
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
 RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -960,6 +1180,11 @@ BEGIN
     PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_duplicates');
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+        RETURN QUERY SELECT p.id_a::bigint, p.id_b::bigint, p.similarity
+                     FROM minhash_internal._minhash_citus_pairs(cfg, threshold) p;
+        RETURN;
+    END IF;
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_pairs(
         minhash_internal._minhash_rows_sql(cfg, false, false, NULL), cfg.k, cfg.ngram, cfg.unit,
         cfg.bands, cfg.rows_per_band, threshold);
@@ -977,6 +1202,13 @@ BEGIN
     PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_duplicates');
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+        RETURN QUERY EXECUTE format(
+            'SELECT p.id_a::%1$s, p.id_b::%1$s, p.similarity
+             FROM minhash_internal._minhash_citus_pairs($1, $2) p', pg_typeof(id_type))
+        USING cfg, threshold;
+        RETURN;
+    END IF;
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_pairs(id_type,
         minhash_internal._minhash_rows_sql(cfg, true, false, NULL), cfg.k, cfg.ngram, cfg.unit,
         cfg.bands, cfg.rows_per_band, threshold);
@@ -995,6 +1227,14 @@ BEGIN
     PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_clusters');
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
+    -- (of a Citus table: the connected components of its pairs, in this backend)
+    IF minhash_internal._minhash_citus_clusters(cfg, false, ordered) THEN
+        RETURN QUERY SELECT c.id, c.cluster_id FROM (
+            SELECT pg_catalog.array_agg(p.id_a::bigint) AS a, pg_catalog.array_agg(p.id_b::bigint) AS b
+            FROM minhash_internal._minhash_citus_pairs(cfg, threshold) p) e
+        CROSS JOIN LATERAL @extschema@.minhash_components(coalesce(e.a, '{}'), coalesce(e.b, '{}')) c;
+        RETURN;
+    END IF;
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
         minhash_internal._minhash_rows_sql(cfg, false, ordered, priority), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
@@ -1013,6 +1253,7 @@ BEGIN
     PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_clusters');
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
+    PERFORM minhash_internal._minhash_citus_clusters(cfg, true, ordered);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
         minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);

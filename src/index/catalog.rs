@@ -16,6 +16,7 @@ use crate::pg::error::raise;
 use crate::pg::names::{qualified, regclass_name};
 use crate::pg::tuple::column;
 
+use super::citus;
 use super::extension::Extension;
 use super::key::KeyType;
 use super::owner::relation_owner;
@@ -183,6 +184,9 @@ pub(super) struct IndexConfig {
     pub(super) partitions: Option<Vec<RowIndex>>,
     /// The lookup's two SQL queries (see [`IndexConfig::lookup_sql`]).
     pub(super) sql: [String; 2],
+    /// Whether the band table is a Citus table: its rows are on the workers, so a lookup
+    /// runs its SQL queries, and the second verifies the candidates there (see `citus`).
+    pub(super) distributed: bool,
 }
 
 impl IndexConfig {
@@ -292,39 +296,56 @@ impl IndexConfig {
         cfgs
     }
 
+    /// The indexes of `tbl` that the arguments of a sync trigger on a shard of it carry (see
+    /// `citus`): each a catalog row as JSON; those of other tables are left out.
+    pub(super) fn of_trigger(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+        args: &[String],
+    ) -> Indexes {
+        let schema = Extension::of_function(fn_oid).quoted_schema();
+        let sql = format!(
+            "{} FROM pg_catalog.unnest($1::pg_catalog.text[]) a
+             CROSS JOIN LATERAL pg_catalog.jsonb_populate_record(NULL::{schema}.minhash_indexes,
+                                                                  a::pg_catalog.jsonb) i
+             WHERE i.tbl OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+            Self::select_list("0")
+        );
+        let rows = client
+            .select(&sql, None, &[args.to_vec().into(), tbl.into()])
+            .and_then(Self::catalog_rows)
+            .unwrap_or_else(|e| spi_failed(e));
+        rows.into_iter()
+            .map(|row| Rc::new(Self::from_row(&schema, tbl, row, &[tbl])))
+            .collect()
+    }
+
+    /// The columns of a catalog row `i` that [`IndexConfig::catalog_rows`] reads, with `xmax`
+    /// for its xmax.
+    fn select_list(xmax: &str) -> String {
+        format!(
+            "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
+                    i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
+                    i.rows_per_band, {xmax}::pg_catalog.text::pg_catalog.int8, i.text_expression"
+        )
+    }
+
     /// The catalog rows of `tbl`, read through the catalog of the extension whose function
     /// `fn_oid` is running.
     fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Vec<IndexConfig> {
         let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
-            "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
-                    i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band, i.xmax::pg_catalog.text::pg_catalog.int8,
-                    i.text_expression
-             FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1
-             ORDER BY i.band_table::pg_catalog.oid"
+            "{} FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1
+             ORDER BY i.band_table::pg_catalog.oid",
+            Self::select_list("i.xmax")
         );
         let rows = with_prepared(
             client,
             &sql,
             PgOid::BuiltIn(PgBuiltInOids::OIDOID),
             tbl.into(),
-            |table| {
-                let mut rows = Vec::new();
-                for row in table {
-                    let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
-                    let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
-                    rows.push((
-                        (text(1)?, row.get::<String>(2)?, row.get::<String>(11)?),
-                        row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
-                        (int(4)?, int(5)?, text(6)?),
-                        row.get::<f64>(7)?.expect("NOT NULL column"),
-                        (int(8)?, int(9)?),
-                        row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
-                    ));
-                }
-                Ok(rows)
-            },
+            Self::catalog_rows,
         );
         // (read once for all the table's indexes)
         let members = if rows.is_empty() {
@@ -333,12 +354,35 @@ impl IndexConfig {
             partition_tree(client, tbl)
         };
         rows.into_iter()
-            .map(|row| Self::from_row(tbl, row, &members))
+            .map(|row| Self::from_row(&schema, tbl, row, &members))
             .collect()
     }
 
+    /// The rows of a query of [`IndexConfig::select_list`].
+    fn catalog_rows(table: pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<Vec<CatalogRow>> {
+        let mut rows = Vec::new();
+        for row in table {
+            let text = |i| row.get::<String>(i).map(|v| v.expect("NOT NULL column"));
+            let int = |i| row.get::<i32>(i).map(|v| v.expect("NOT NULL column"));
+            rows.push((
+                (text(1)?, row.get::<String>(2)?, row.get::<String>(11)?),
+                row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                (int(4)?, int(5)?, text(6)?),
+                row.get::<f64>(7)?.expect("NOT NULL column"),
+                (int(8)?, int(9)?),
+                row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
+            ));
+        }
+        Ok(rows)
+    }
+
     /// The index of `tbl` (whose partition tree is `members`) that a catalog row describes.
-    fn from_row(tbl: pg_sys::Oid, row: CatalogRow, members: &[pg_sys::Oid]) -> IndexConfig {
+    fn from_row(
+        schema: &str,
+        tbl: pg_sys::Oid,
+        row: CatalogRow,
+        members: &[pg_sys::Oid],
+    ) -> IndexConfig {
         let (
             (id_column, text_column, text_expression),
             band_table,
@@ -361,6 +405,7 @@ impl IndexConfig {
             }
         }
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
+        let distributed = citus::is_citus_table(band_table);
         // SAFETY: catalog lookups by OID and attribute number; InvalidOid for a band table or
         // column that is gone (writes then refuse the band table, lookups find no rows).
         let (key, id_type) = unsafe {
@@ -388,11 +433,18 @@ impl IndexConfig {
                     .collect::<Option<Vec<_>>>()
             })
             .flatten();
+        let mut sql = Self::lookup_sql(tbl, band_table, &id_column, &text, key);
+        if distributed {
+            sql[1] = Self::verify_sql(
+                schema, tbl, band_table, &id_column, &text, key, ngram, &unit,
+            );
+        }
         IndexConfig {
             tbl,
-            sql: Self::lookup_sql(tbl, band_table, &id_column, &text, key),
-            band_index: BandIndex::find(band_table, key),
-            row_index: RowIndex::find(tbl, &id_column, key, false),
+            sql,
+            distributed,
+            band_index: BandIndex::find(band_table, key).filter(|_| !distributed),
+            row_index: RowIndex::find(tbl, &id_column, key, false).filter(|_| !distributed),
             members,
             partitions,
             id_column,
@@ -573,14 +625,25 @@ pub(super) fn with_prepared<T>(
     param: pgrx::datum::DatumWithOid<'_>,
     read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
 ) -> T {
+    with_prepared_args(client, sql, &[param_type], &[param], read)
+}
+
+/// [`with_prepared`] for a statement of several parameters.
+pub(super) fn with_prepared_args<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    param_types: &[PgOid],
+    params: &[pgrx::datum::DatumWithOid<'_>],
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
     // taken out of the cache while it runs, so a nested lookup cannot find it borrowed
     let kept = PREPARED.with_borrow_mut(|cache| cache.remove(sql));
     let run = || -> pgrx::spi::Result<(OwnedPreparedStatement, T)> {
         let statement = match kept {
             Some(statement) => statement,
-            None => client.prepare(sql, &[param_type])?.keep(),
+            None => client.prepare(sql, param_types)?.keep(),
         };
-        let result = read(client.select(&statement, None, &[param])?)?;
+        let result = read(client.select(&statement, None, params)?)?;
         Ok((statement, result))
     };
     let (statement, result) = run().unwrap_or_else(|e| spi_failed(e));
@@ -595,3 +658,15 @@ pub(super) fn with_prepared<T>(
 
 pub(super) const COLUMNS_HINT: &str =
     "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
+
+/// The trigger's arguments as given to CREATE TRIGGER.
+pub(super) fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
+    (0..trigger.tgnargs as usize)
+        .map(|i| {
+            // SAFETY: tgargs holds tgnargs C strings.
+            unsafe { std::ffi::CStr::from_ptr(*trigger.tgargs.add(i)) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}

@@ -2,7 +2,7 @@
 //! exclusion constraint checks it (write first, then check with a dirty snapshot, wait for
 //! writers in progress), once per inserted or updated row.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::num::NonZeroUsize;
 use std::rc::Rc;
 
@@ -18,11 +18,14 @@ use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 use crate::sql::interrupts;
 
-use super::catalog::{ambiguous, indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
+use super::catalog::{
+    ambiguous, indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT,
+};
 
+use super::citus::{nested_execution, sync_trigger_args, Shard};
 use super::extension::Extension;
 use super::key::{Id, KeyType};
-use super::owner::as_owner;
+use super::owner::{as_owner, relation_owner};
 use super::restore::has_sync_trigger;
 use super::sync::{claim_band_rows, withdraw_claim};
 use super::text::utf8;
@@ -291,9 +294,14 @@ fn minhash_flag_duplicate<'a>(
     // trigger on a partitioned table fires on the partition a row goes to, as a clone.)
     // (of a partition, the partitioned table the index is on, and its owner's: the index is
     // that owner's)
-    let (fired_on, (tbl, owner), tupdesc) = unsafe {
-        let rel = data.tg_relation;
-        ((*rel).rd_id, indexed_table(rel), (*rel).rd_att)
+    let (fired_on, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    // (of a shard of a Citus table, that table, whose index the sync trigger on the shard
+    // describes; see `citus`)
+    let shard = Shard::of(fired_on, &relation_name(fired_on));
+    let (tbl, owner) = match shard {
+        Some(shard) => (shard.table, relation_owner(shard.table)),
+        // SAFETY: as above.
+        None => unsafe { indexed_table(data.tg_relation) },
     };
     let mode = match arg(2).unwrap_or("flag") {
         "flag" => None,
@@ -304,6 +312,20 @@ fn minhash_flag_duplicate<'a>(
             None,
         ),
     };
+    if shard.is_some() && matches!(mode, Some(FlagMode::Reject)) {
+        raise(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "minhash_flag_duplicate() cannot reject near-duplicates in Citus table {}",
+                regclass_name(tbl)
+            ),
+            Some(
+                "Rows of different shards are written on different nodes, which no lock \
+                 spans: use mode 'flag' there (README, \"Scaling out with Citus\")."
+                    .into(),
+            ),
+        );
+    }
     // SAFETY: INSERT row triggers get the new row as tg_trigtuple, UPDATE ones as tg_newtuple.
     let tuple = if update {
         data.tg_newtuple
@@ -312,7 +334,13 @@ fn minhash_flag_duplicate<'a>(
     };
     let checked = Spi::connect(|client| {
         let fn_oid = trigger.trigger().tgfoid;
-        let indexes = IndexConfig::of_table(client, fn_oid, tbl);
+        let indexes = match shard {
+            // SAFETY: the trigger's relation is open while it fires.
+            Some(shard) => IndexConfig::of_trigger(client, fn_oid, tbl, &unsafe {
+                sync_trigger_args(data.tg_relation, shard, Extension::of_function(fn_oid))
+            }),
+            None => IndexConfig::of_table(client, fn_oid, tbl),
+        };
         // SAFETY: the trigger descriptor of the open relation; the function running now.
         let synced = || unsafe {
             has_sync_trigger((*data.tg_relation).trigdesc, Extension::of_function(fn_oid))
@@ -377,6 +405,20 @@ fn minhash_flag_duplicate<'a>(
         // the table's owner (see `conflicts`).
         let entry = doc.and_then(|doc| band_entry(doc, cfg.k, cfg.shingling, cfg.banding));
         let conflicts = match (doc, &entry) {
+            // On a shard of a Citus table: a lookup of every shard, of the rows committed
+            // when it runs and those this transaction wrote on this node (README, "Scaling
+            // out with Citus").
+            (Some(doc), Some(_)) if shard.is_some() => as_owner(owner, || {
+                nested_execution(|| cfg.similar(client, doc, threshold, None))
+            })
+            .into_iter()
+            .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
+            .map(|(id, similarity)| Conflict {
+                id,
+                similarity,
+                in_snapshot: true,
+            })
+            .collect(),
             (Some(doc), Some(entry)) => as_owner(owner, || {
                 let rel = (tbl, owner, Extension::of_function(fn_oid));
                 loop {
@@ -550,18 +592,6 @@ const INDEX_HINT: &str = "The fourth trigger argument names the index by its ban
 
 const FLAG_HINT: &str =
     "The first trigger argument names the column that receives the duplicate's id.";
-
-/// The trigger's arguments as given to CREATE TRIGGER.
-fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
-    (0..trigger.tgnargs as usize)
-        .map(|i| {
-            // SAFETY: tgargs holds tgnargs C strings.
-            unsafe { CStr::from_ptr(*trigger.tgargs.add(i)) }
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect()
-}
 
 /// The id attribute, as the band table stores it (`key`), NULL as None.
 ///

@@ -21,6 +21,7 @@ use crate::sql::{array_arg, interrupts, SIGNER};
 const FETCH_ROWS: i32 = 10_000;
 
 mod catalog;
+mod citus;
 mod claim;
 mod extension;
 mod flag;
@@ -77,6 +78,24 @@ fn _minhash_band_values(
     let (mut values, sketch) = band_entry(doc, k, shingling, banding)?;
     values.extend(sketch.map(|w| w as i64));
     Some(values)
+}
+
+/// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
+/// if it is not indexed. The band-row SQL of a Citus table calls it in `FROM`, where Citus
+/// runs it on the shards (see `_minhash_band_rows_sql` in sql/index.sql).
+#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_band_rows(
+    doc: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    let (keys, sketch) = band_entry(doc, k, shingling, banding).unwrap_or_default();
+    let [s1, s2] = sketch.map(|w| w as i64);
+    TableIterator::new(keys.into_iter().map(move |key| (key, s1, s2)))
 }
 
 /// Internal to the PL/pgSQL functions: a threshold argument (see [`check_threshold`]), or

@@ -19,21 +19,22 @@ use crate::pg::names::{regclass_name, Regclass};
 /// The search path inside [`as_owner`].
 const SAFE_SEARCH_PATH: &CStr = c"pg_catalog, pg_temp";
 
-/// The search path set by [`with_safe_search_path`], restored when it is dropped, also while
-/// an error unwinds through it.
-struct SearchPathScope {
+/// A setting changed for a while (the search path of [`with_safe_search_path`]), restored
+/// when this is dropped, also while an error unwinds through it.
+pub(crate) struct SettingScope {
     nest_level: c_int,
 }
 
-impl SearchPathScope {
-    fn enter() -> Self {
+impl SettingScope {
+    /// Sets `name` to `value` until the scope is dropped.
+    pub(crate) fn enter(name: &CStr, value: &CStr) -> Self {
         // SAFETY: a GUC nest level opened here and closed by `drop`, as fmgr_security_definer
         // does for a function's SET clause (GUC_ACTION_SAVE is allowed in parallel mode).
         unsafe {
             let nest_level = pg_sys::NewGUCNestLevel();
             pg_sys::set_config_option(
-                c"search_path".as_ptr(),
-                SAFE_SEARCH_PATH.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr(),
                 pg_sys::GucContext::PGC_USERSET,
                 pg_sys::GucSource::PGC_S_SESSION,
                 pg_sys::GucAction::GUC_ACTION_SAVE,
@@ -41,12 +42,12 @@ impl SearchPathScope {
                 0,
                 false,
             );
-            SearchPathScope { nest_level }
+            SettingScope { nest_level }
         }
     }
 }
 
-impl Drop for SearchPathScope {
+impl Drop for SettingScope {
     fn drop(&mut self) {
         // SAFETY: pops the level `enter` opened; does not raise.
         unsafe { pg_sys::AtEOXact_GUC(!std::thread::panicking(), self.nest_level) };
@@ -55,7 +56,7 @@ impl Drop for SearchPathScope {
 
 /// Runs `f` with the search path `pg_catalog, pg_temp`.
 fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
-    let scope = SearchPathScope::enter();
+    let scope = SettingScope::enter(c"search_path", SAFE_SEARCH_PATH);
     let result = f();
     drop(scope);
     result
@@ -159,7 +160,11 @@ fn _minhash_as_owner(tbl: Option<Regclass>, sql: Option<&str>) -> Option<JsonB> 
             if table.is_empty() {
                 return Ok(None);
             }
-            table.first().get::<JsonB>(1)
+            // (a statement that returns no rows, as Citus runs it, may leave no result)
+            match table.first().get::<JsonB>(1) {
+                Err(pgrx::spi::SpiError::NoTupleTable) => Ok(None),
+                result => result,
+            }
         })
         .unwrap_or_else(|e| {
             raise(

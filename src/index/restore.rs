@@ -33,8 +33,8 @@ const LOAD_TRIGGER: &str = "minhash_bands_load";
 const LOAD_FUNCTION: &str = "_minhash_band_load";
 
 /// The sync trigger whose presence marks a table as indexed in its schema.
-const SYNC_INSERT_TRIGGER: &str = "minhash_sync_insert";
-const SYNC_FUNCTION: &str = "_minhash_sync";
+pub(super) const SYNC_INSERT_TRIGGER: &str = "minhash_sync_insert";
+pub(super) const SYNC_FUNCTION: &str = "_minhash_sync";
 
 /// `tgtype` of a `BEFORE INSERT FOR EACH ROW` trigger (`pg_trigger.h`).
 const BEFORE_INSERT_ROW: i16 =
@@ -142,7 +142,7 @@ fn keeps_loaded_rows(band: pg_sys::Oid, ext: Extension) -> bool {
 }
 
 /// Whether the triggers `trigdesc` (of a band table) are none, or only its load trigger of
-/// `ext`.
+/// `ext` (and, of a Citus table, Citus's truncate trigger).
 ///
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
@@ -151,9 +151,24 @@ pub(super) unsafe fn only_load_trigger(
     ext: Extension,
 ) -> bool {
     // SAFETY: per the contract.
-    unsafe { triggers(trigdesc) }
-        .iter()
-        .all(|t| is_ours(t, LOAD_TRIGGER, BEFORE_INSERT_ROW, LOAD_FUNCTION, ext))
+    unsafe { triggers(trigdesc) }.iter().all(|t| {
+        is_ours(t, LOAD_TRIGGER, BEFORE_INSERT_ROW, LOAD_FUNCTION, ext) || is_citus_truncate(t)
+    })
+}
+
+/// Whether trigger `t` is the internal trigger by which Citus truncates the shards of a Citus
+/// table (a band table of a Citus table has one).
+fn is_citus_truncate(t: &pg_sys::Trigger) -> bool {
+    // SAFETY: a syscache lookup that returns NULL or a palloc'd name; the namespace lookup
+    // of a function that exists.
+    unsafe {
+        let name = pg_sys::get_func_name(t.tgfoid);
+        t.tgisinternal
+            && !name.is_null()
+            && CStr::from_ptr(name).to_bytes() == b"citus_truncate_trigger"
+            && pg_sys::get_func_namespace(t.tgfoid)
+                == pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE)
+    }
 }
 
 /// Whether the table with triggers `trigdesc` carries the insert sync trigger of `ext`, as an
@@ -180,7 +195,7 @@ pub(super) unsafe fn has_sync_trigger(
 
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
-unsafe fn triggers<'a>(trigdesc: *const pg_sys::TriggerDesc) -> &'a [pg_sys::Trigger] {
+pub(super) unsafe fn triggers<'a>(trigdesc: *const pg_sys::TriggerDesc) -> &'a [pg_sys::Trigger] {
     if trigdesc.is_null() {
         return &[];
     }
@@ -189,7 +204,13 @@ unsafe fn triggers<'a>(trigdesc: *const pg_sys::TriggerDesc) -> &'a [pg_sys::Tri
 }
 
 /// Whether trigger `t` is named `name`, of type `tgtype`, and calls `function` of `ext`.
-fn is_ours(t: &pg_sys::Trigger, name: &str, tgtype: i16, function: &str, ext: Extension) -> bool {
+pub(super) fn is_ours(
+    t: &pg_sys::Trigger,
+    name: &str,
+    tgtype: i16,
+    function: &str,
+    ext: Extension,
+) -> bool {
     // SAFETY: a trigger's name is a C string; the function lookups are syscache reads that
     // return NULL or a palloc'd name for a function that is gone.
     unsafe {

@@ -19,7 +19,7 @@ use crate::pg::names::{
 };
 use crate::sql::interrupts;
 
-use super::catalog::{with_prepared, IndexConfig};
+use super::catalog::{with_prepared, with_prepared_args, IndexConfig};
 
 use super::key::{Id, KeyType};
 use super::owner::{as_owner, relation_owner};
@@ -57,6 +57,31 @@ impl IndexConfig {
                 tbl = qualified_name(tbl),
             ),
         ]
+    }
+
+    /// The second query of a lookup of an index of a Citus table: `(id, similarity)` of the rows
+    /// with the ids `$1` and their exact Jaccard similarity to the text `$2`, which Citus
+    /// computes on the workers, each for the rows of its shards.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn verify_sql(
+        schema: &str,
+        tbl: pg_sys::Oid,
+        band_table: pg_sys::Oid,
+        id_column: &str,
+        text: &TextSource,
+        key: KeyType,
+        ngram: i32,
+        unit: &str,
+    ) -> String {
+        let (id, text) = (quote_ident_str(id_column), text.caller_sql(band_table, "t"));
+        let cast = if key.integer { "::pg_catalog.int8" } else { "" };
+        format!(
+            "SELECT t.{id}{cast}, {schema}.jaccard({text}::pg_catalog.text, $2, {ngram}, {unit})
+             FROM {tbl} t
+             WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1) AND {text} IS NOT NULL",
+            tbl = qualified_name(tbl),
+            unit = quote_literal(unit),
+        )
     }
 
     /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
@@ -108,9 +133,41 @@ impl IndexConfig {
         }
         ids.sort_unstable();
         ids.dedup();
+        let mut found = Vec::new();
+        if self.distributed {
+            // (verified where the rows are: only ids and similarities come back)
+            let (arg, arg_type) = self.key.array_arg(&ids);
+            let types = [arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
+            with_prepared_args(client, rows_sql, &types, &[arg, doc.into()], |table| {
+                for_each_spi_row(table, |row| {
+                    let (id, similarity) = (self.key.spi_id(row, 1)?, row.get::<f64>(2)?);
+                    if let (Some(id), Some(s)) = (id, similarity.filter(|&s| s >= threshold)) {
+                        found.push((id, s));
+                    }
+                    Ok(())
+                })
+            });
+        } else {
+            self.verify_here(client, doc, threshold, &ids, &mut found);
+        }
+        found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found
+    }
+
+    /// Verifies the candidates `ids` of a lookup of `doc` in this backend, adding those at
+    /// least `threshold` similar to `found`: their texts are read through the table's unique
+    /// index, or its SQL query.
+    fn verify_here(
+        &self,
+        client: &SpiClient<'_>,
+        doc: &str,
+        threshold: f64,
+        ids: &[Id],
+        found: &mut Vec<(Id, f64)>,
+    ) {
+        let rows_sql = &self.sql[1];
         let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
-        let mut found = Vec::new();
         let mut verify = |id: &Id, text: &str| {
             candidate.rebuild(text, self.shingling, &mut interrupts);
             let similarity = candidate.jaccard(&query_set);
@@ -120,10 +177,10 @@ impl IndexConfig {
         };
         match self.row_index.filter(RowIndex::readable) {
             Some(index) => self.text.evaluating(relation_owner(self.tbl), || {
-                index.fetch(&self.text, &ids, verify)
+                index.fetch(&self.text, ids, verify)
             }),
             None => {
-                let (arg, arg_type) = self.key.array_arg(&ids);
+                let (arg, arg_type) = self.key.array_arg(ids);
                 with_prepared(client, rows_sql, arg_type, arg, |table| {
                     for_each_text_row(table, |id, text| {
                         // SAFETY: the query selects the id as the band table stores it.
@@ -132,8 +189,6 @@ impl IndexConfig {
                 })
             }
         }
-        found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        found
     }
 }
 

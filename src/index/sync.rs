@@ -43,8 +43,9 @@ use super::text::{utf8, TextReader};
 use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_name};
 use crate::pg::tuple::column;
 
-use super::catalog::{indexed_table, refuse_newer_index, IndexConfig, COLUMNS_HINT};
-use super::owner::as_owner;
+use super::catalog::{indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT};
+use super::citus::Shard;
+use super::owner::{as_owner, relation_owner};
 use super::restore::{self, only_load_trigger};
 
 /// Band rows gathered before one `INSERT` writes them.
@@ -85,11 +86,17 @@ fn _minhash_sync<'a>(
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
     let data = trigger.trigger_data();
     // SAFETY: a trigger's relation is open while it fires.
+    let fired_on = unsafe { (*data.tg_relation).rd_id };
+    // (of a shard of a Citus table, that table; see `citus`)
+    let shard = Shard::of(fired_on, &relation_name(fired_on));
     // (of a partition, the partitioned table the index is on, and its owner's: the index and
     // its band table are that owner's)
-    let (fired_on, (tbl, owner)) =
-        unsafe { ((*data.tg_relation).rd_id, indexed_table(data.tg_relation)) };
-    let event = fired_by(data, trigger.trigger()).unwrap_or_else(|| {
+    let (tbl, owner) = match shard {
+        Some(shard) => (shard.table, relation_owner(shard.table)),
+        // SAFETY: as above.
+        None => unsafe { indexed_table(data.tg_relation) },
+    };
+    let event = fired_by(data, trigger.trigger(), shard).unwrap_or_else(|| {
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             format!(
@@ -101,8 +108,11 @@ fn _minhash_sync<'a>(
             Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
         )
     });
-    let indexes =
-        Spi::connect(|client| IndexConfig::of_table(client, trigger.trigger().tgfoid, tbl));
+    let fn_oid = trigger.trigger().tgfoid;
+    let indexes = Spi::connect(|client| match shard {
+        Some(_) => IndexConfig::of_trigger(client, fn_oid, tbl, &trigger_args(trigger.trigger())),
+        None => IndexConfig::of_table(client, fn_oid, tbl),
+    });
     if indexes.is_empty() {
         // (our trigger fired: the index exists, maybe not in this transaction's snapshot)
         refuse_newer_index(tbl);
@@ -125,9 +135,12 @@ fn _minhash_sync<'a>(
         // and closed again by `BandTable`; the transition tables are those of this trigger
         // event.
         unsafe {
-            let ext = Extension::of_function(trigger.trigger().tgfoid);
+            let ext = Extension::of_function(fn_oid);
             for cfg in indexes.iter() {
-                let band = BandTable::open(cfg, tbl, owner, ext);
+                let band = match shard {
+                    Some(shard) => BandTable::open_shard(cfg, shard, owner, ext),
+                    None => BandTable::open(cfg, cfg.band_table, tbl, owner, ext),
+                };
                 match event {
                     Event::Insert => {
                         insert_band_rows(data, cfg, &band, data.tg_newtable, None);
@@ -144,7 +157,9 @@ fn _minhash_sync<'a>(
                         band.close();
                     }
                     // (TRUNCATE refuses a table this session has open)
-                    Event::Truncate if fired_on == tbl => band.close_and_truncate(),
+                    Event::Truncate if fired_on == tbl || shard.is_some() => {
+                        band.close_and_truncate()
+                    }
                     Event::Truncate => {
                         band.delete_missing(cfg);
                         band.close();
@@ -157,8 +172,13 @@ fn _minhash_sync<'a>(
 }
 
 /// The event of a trigger firing that is one of ours: an `AFTER ... FOR EACH STATEMENT`
-/// trigger named for its event, with exactly the transition tables that event needs.
-fn fired_by(data: &pg_sys::TriggerData, trigger: &pg_sys::Trigger) -> Option<Event> {
+/// trigger named for its event (on a shard of a Citus table, as Citus names its copy there:
+/// with the shard's id appended), with exactly the transition tables that event needs.
+fn fired_by(
+    data: &pg_sys::TriggerData,
+    trigger: &pg_sys::Trigger,
+    shard: Option<Shard>,
+) -> Option<Event> {
     let flags = data.tg_event;
     if flags & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_AFTER
         || flags & pg_sys::TRIGGER_EVENT_ROW != 0
@@ -174,8 +194,12 @@ fn fired_by(data: &pg_sys::TriggerData, trigger: &pg_sys::Trigger) -> Option<Eve
         _ => return None,
     };
     // SAFETY: a trigger's name is a C string.
-    let name = unsafe { CStr::from_ptr(trigger.tgname) };
-    (name.to_bytes() == event.trigger_name().as_bytes()).then_some(event)
+    let name = unsafe { CStr::from_ptr(trigger.tgname) }.to_bytes();
+    let expected = match shard {
+        Some(shard) => format!("{}_{}", event.trigger_name(), shard.id),
+        None => event.trigger_name().to_owned(),
+    };
+    (name == expected.as_bytes()).then_some(event)
 }
 
 /// One row of a transition table: its id and text, if it has a text.
@@ -375,7 +399,7 @@ pub(super) fn claim_band_rows(
 ) {
     // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
     unsafe {
-        let band = BandTable::open(cfg, tbl, owner, ext);
+        let band = BandTable::open(cfg, cfg.band_table, tbl, owner, ext);
         let mut writer = band.writer(true);
         for &key in keys {
             writer.push(band_row(id, key, sketch));
@@ -426,7 +450,7 @@ pub(super) fn withdraw_claim(
 ) {
     // SAFETY: as for `claim_band_rows`.
     unsafe {
-        let band = BandTable::open(cfg, tbl, owner, ext);
+        let band = BandTable::open(cfg, cfg.band_table, tbl, owner, ext);
         claim::release(band.rel, id);
         band.close();
     }
@@ -450,6 +474,7 @@ impl BandTable {
     /// Within a transaction; the relation stays open until `close` or the transaction's end.
     unsafe fn open(
         cfg: &IndexConfig,
+        band: pg_sys::Oid,
         tbl: pg_sys::Oid,
         owner: pg_sys::Oid,
         ext: Extension,
@@ -470,7 +495,7 @@ impl BandTable {
         // SAFETY: opening by OID; NULL if the relation is gone. The relation's cached catalog
         // data is read while it is open.
         unsafe {
-            let rel = pg_sys::try_table_open(cfg.band_table, pg_sys::RowExclusiveLock as c_int);
+            let rel = pg_sys::try_table_open(band, pg_sys::RowExclusiveLock as c_int);
             if rel.is_null() {
                 // (the catalog row this transaction's snapshot shows was dropped since)
                 refuse_newer_index(tbl);
@@ -536,6 +561,37 @@ impl BandTable {
                 key: cfg.key,
             }
         }
+    }
+
+    /// The shard of the band table of `cfg` beside `shard` of its table (see `citus`), opened
+    /// and checked as [`BandTable::open`] does.
+    ///
+    /// # Safety
+    /// As for [`BandTable::open`].
+    unsafe fn open_shard(
+        cfg: &IndexConfig,
+        shard: Shard,
+        owner: pg_sys::Oid,
+        ext: Extension,
+    ) -> BandTable {
+        let band = shard.beside(cfg.band_table).unwrap_or_else(|| {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the band table {} has no shard beside shard {} of {} on this node",
+                    regclass_name(cfg.band_table),
+                    shard.id,
+                    regclass_name(shard.table)
+                ),
+                Some(
+                    "The band table must stay co-located with its table; drop the index with \
+                     minhash_index_drop() and create it again."
+                        .into(),
+                ),
+            )
+        });
+        // SAFETY: per the contract.
+        unsafe { BandTable::open(cfg, band, shard.table, owner, ext) }
     }
 
     /// A writer of new band rows; `tids`: it returns where the rows went.

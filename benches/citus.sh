@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The Citus phase of the benchmarks (benches/run.sh --only citus): the Debian package
+# descriptions in a table distributed over two workers (32 shards, a coordinator and two
+# workers on this machine, scripts/citus.sh) against the same rows in a plain table on the
+# coordinator, in the same run: index build, minhash_duplicates, minhash_clusters,
+# minhash_similar and flagged inserts. All three nodes share this machine's cores, so this
+# measures what distribution costs (network round trips, repartitioning, 2PC), not a speed-up.
+#
+#   bash benches/citus.sh [CORPUS.csv]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/cluster.sh
+source scripts/citus.sh
+
+csv="${1:-.demo-data/debian-descriptions.csv}"
+if [ ! -s "$csv" ]; then
+    mkdir -p "$(dirname "$csv")"
+    bash scripts/fetch-debian-descriptions.sh "$csv"
+fi
+citus_install
+install_extension --release
+trap citus_stop EXIT
+citus_start "$(mktemp -d /tmp/pg_minhash-citus-bench.XXXXXX)" "${CITUS_BENCH_PORT:-5521}"
+for n in 0 1 2; do
+    citus_psql "$n" -qc "ALTER SYSTEM SET shared_buffers = '1GB'" -c "ALTER SYSTEM SET work_mem = '64MB'" \
+        -c "ALTER SYSTEM SET synchronous_commit = off"
+    citus_as_postgres "$CITUS_BIN/pg_ctl" -D "$CITUS_DIR/node$n" -w restart >/dev/null
+done
+q() { citus_psql 0 -qAt "$@"; }
+q -c "CREATE EXTENSION pg_minhash"
+
+# seconds of wall time of one psql run
+timed() {
+    local start end
+    start=$(date +%s.%N)
+    q "$@" >/dev/null
+    end=$(date +%s.%N)
+    awk -v a="$start" -v b="$end" 'BEGIN { print b - a }'
+}
+
+q <<EOF
+CREATE TABLE staging (id bigint GENERATED ALWAYS AS IDENTITY, name text, body text);
+\copy staging (name, body) FROM '$csv' WITH (FORMAT csv)
+CREATE TABLE docs (id bigint PRIMARY KEY, body text, dup_of bigint);
+SELECT create_distributed_table('docs', 'id');
+INSERT INTO docs (id, body) SELECT id, body FROM staging;
+CREATE TABLE docs_local (id bigint PRIMARY KEY, body text, dup_of bigint);
+INSERT INTO docs_local (id, body) SELECT id, body FROM staging;
+-- probes: 200 descriptions with a word changed; inserts: 500 more of them
+CREATE TABLE probes AS
+    SELECT row_number() OVER () AS n, regexp_replace(body, '(\S+)\$', 'changed') AS body
+    FROM (SELECT body FROM staging WHERE length(body) > 200 ORDER BY id LIMIT 700) s;
+VACUUM ANALYZE docs_local;
+EOF
+rows=$(q -c "SELECT count(*) FROM docs_local")
+echo "== Citus: $rows Debian descriptions, distributed (32 shards on 2 workers) vs a plain table"
+echo "   (coordinator and workers share 2 cores: this is the overhead of distribution, not a speed-up)"
+
+declare -A fig
+for t in docs_local docs; do
+    fig[$t,create]=$(timed -c "SELECT minhash_index_create('$t', 'id', 'body')")
+    fig[$t,dups]=$(timed -c "SELECT count(*) FROM minhash_duplicates('$t')")
+    fig[$t,clusters]=$(timed -c "SELECT count(*) FROM minhash_clusters('$t')")
+    fig[$t,similar]=$(timed -c "SELECT count(*) FROM probes p, minhash_similar('$t', p.body) WHERE p.n <= 200")
+    q -c "SET citus.enable_unsafe_triggers = on" \
+      -c "CREATE TRIGGER flag BEFORE INSERT ON $t FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of')"
+    inserts=$(q -c "SELECT format('INSERT INTO $t (id, body) VALUES (%s, %L);', 1000000 + n, body)
+                    FROM probes WHERE n > 200")
+    fig[$t,insert]=$(timed <<<"$inserts")
+    fig[$t,pairs]=$(q -c "SELECT count(*) FROM minhash_duplicates('$t')")
+    fig[$t,flagged]=$(q -c "SELECT count(*) FROM $t WHERE dup_of IS NOT NULL")
+done
+[ "${fig[docs,pairs]}" = "${fig[docs_local,pairs]}" ] && [ "${fig[docs,flagged]}" = "${fig[docs_local,flagged]}" ] \
+    || { echo "results differ: pairs ${fig[docs,pairs]} / ${fig[docs_local,pairs]}, flagged ${fig[docs,flagged]} / ${fig[docs_local,flagged]}" >&2; exit 1; }
+
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+row() { # row LABEL KEY UNIT (s, lookup: ms per lookup, insert: rows/s), and distributed / plain
+    local l d
+    case "$3" in
+        s) l=$(printf '%.2f s' "${fig[docs_local,$2]}"); d=$(printf '%.2f s' "${fig[docs,$2]}") ;;
+        lookup) l=$(calc "%.2f ms" "${fig[docs_local,$2]} * 1000 / 200")
+                d=$(calc "%.2f ms" "${fig[docs,$2]} * 1000 / 200") ;;
+        insert) l=$(calc "%.0f/s" "500 / ${fig[docs_local,$2]}")
+                d=$(calc "%.0f/s" "500 / ${fig[docs,$2]}") ;;
+    esac
+    printf '| %-44s | %12s | %12s | %6s |\n' "$1" "$l" "$d" "$(calc "%.1fx" "${fig[docs,$2]} / ${fig[docs_local,$2]}")"
+}
+echo
+printf '| %-44s | %12s | %12s | %6s |\n' "" "plain table" "distributed" "time"
+printf '|%s|%s|%s|%s|\n' "----------------------------------------------" "--------------" "--------------" "--------"
+row "minhash_index_create" create s
+row "minhash_duplicates (${fig[docs,pairs]} pairs, equal)" dups s
+row "minhash_clusters" clusters s
+row "minhash_similar, mean of 200 lookups" similar lookup
+row "flagged inserts, 1 session (${fig[docs,flagged]} flagged, equal)" insert insert

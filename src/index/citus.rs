@@ -1,0 +1,140 @@
+//! The sync triggers on the shards of a Citus table (README, "Scaling out with Citus").
+//!
+//! `minhash_index_create` makes the band table of a distributed table a distributed table
+//! co-located with it (of a reference table, a reference table), and Citus makes each sync
+//! trigger of the table on every shard of it too, named `<trigger>_<shard id>`. A write fires
+//! them on the node that holds the shard, which has the table's metadata (Citus keeps it on
+//! every node) but not the extension's catalog rows: the triggers there carry the catalog rows
+//! of the table's indexes as their arguments (`_minhash_sync_triggers` in sql/index.sql), and
+//! write the band rows into the shard of the band table that holds the same range of ids, on
+//! the same node.
+//!
+//! Nothing here is taken on trust: the firing relation is a shard only if Citus's metadata
+//! says so (its shard id, the table it belongs to, and that name resolving to this very
+//! relation); the trigger's name must be ours with that shard id; an argument is used only if
+//! it names this table; and the band table must be the plain table of the table's owner that
+//! `minhash_index_create` made (`sync::BandTable::open`), written as that owner. Whoever could
+//! make such a trigger by hand owns the table, and can write only what that owner may.
+
+use pgrx::prelude::*;
+
+use super::catalog::trigger_args;
+use super::extension::Extension;
+use super::owner::SettingScope;
+use super::restore::{is_ours, triggers, SYNC_FUNCTION, SYNC_INSERT_TRIGGER};
+use super::spi_failed;
+
+/// A shard of a Citus table, on this node.
+#[derive(Clone, Copy)]
+pub(super) struct Shard {
+    /// The Citus table it is a shard of (on this node, its shell table).
+    pub(super) table: pg_sys::Oid,
+    pub(super) id: i64,
+}
+
+impl Shard {
+    /// The shard that relation `rel` (named `relname`) is, if Citus is installed and its
+    /// metadata says so. Costs nothing for a relation whose name does not end in `_<digits>`.
+    pub(super) fn of(rel: pg_sys::Oid, relname: &str) -> Option<Shard> {
+        let (_, suffix) = relname.rsplit_once('_')?;
+        if suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let id: i64 = suffix.parse().ok()?;
+        if !metadata_present() {
+            return None;
+        }
+        let sql = "SELECT s.logicalrelid::pg_catalog.oid FROM pg_catalog.pg_dist_shard s
+                   WHERE s.shardid OPERATOR(pg_catalog.=) $1
+                     AND pg_catalog.to_regclass(pg_catalog.shard_name(s.logicalrelid, s.shardid, false))
+                         OPERATOR(pg_catalog.=) $2::pg_catalog.regclass";
+        let table = Spi::connect(|client| {
+            client
+                .select(sql, Some(1), &[id.into(), rel.into()])?
+                .first()
+                .get::<pg_sys::Oid>(1)
+        })
+        .unwrap_or_else(|e| spi_failed(e))?;
+        Some(Shard { table, id })
+    }
+
+    /// The shard on this node of the Citus table `band` (a band table of this shard's table)
+    /// that holds the rows of this shard's range: of the same co-location group and range, or
+    /// the one shard of a reference table. None if there is none here.
+    pub(super) fn beside(self, band: pg_sys::Oid) -> Option<pg_sys::Oid> {
+        let sql = "SELECT pg_catalog.to_regclass(pg_catalog.shard_name(b.logicalrelid, b.shardid, false))::pg_catalog.oid
+                   FROM pg_catalog.pg_dist_shard s
+                   JOIN pg_catalog.pg_dist_partition ps ON ps.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid
+                   JOIN pg_catalog.pg_dist_partition pb ON pb.colocationid OPERATOR(pg_catalog.=) ps.colocationid
+                   JOIN pg_catalog.pg_dist_shard b ON b.logicalrelid OPERATOR(pg_catalog.=) pb.logicalrelid
+                   WHERE s.shardid OPERATOR(pg_catalog.=) $1
+                     AND pb.logicalrelid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass
+                     AND b.shardminvalue IS NOT DISTINCT FROM s.shardminvalue
+                     AND b.shardmaxvalue IS NOT DISTINCT FROM s.shardmaxvalue";
+        Spi::connect(|client| {
+            client
+                .select(sql, Some(1), &[self.id.into(), band.into()])?
+                .first()
+                .get::<pg_sys::Oid>(1)
+        })
+        .unwrap_or_else(|e| spi_failed(e))
+    }
+}
+
+/// Whether Citus's shard metadata is in this database.
+fn metadata_present() -> bool {
+    // SAFETY: a syscache lookup by name in pg_catalog.
+    unsafe {
+        pg_sys::get_relname_relid(
+            c"pg_dist_shard".as_ptr(),
+            pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE),
+        ) != pg_sys::InvalidOid
+    }
+}
+
+/// Whether relation `rel` is a Citus table (distributed, reference or local), whose rows are
+/// in its shards rather than in it.
+pub(super) fn is_citus_table(rel: pg_sys::Oid) -> bool {
+    if !metadata_present() {
+        return false;
+    }
+    let sql = "SELECT FROM pg_catalog.pg_dist_partition p
+               WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass";
+    Spi::connect(|client| {
+        client
+            .select(sql, Some(1), &[rel.into()])
+            .map(|t| !t.is_empty())
+    })
+    .unwrap_or_else(|e| spi_failed(e))
+}
+
+/// The arguments of the insert sync trigger of `ext` on `shard` (open as `rel`): the catalog
+/// rows of the indexes of its table (see the module documentation); none if it has none.
+///
+/// # Safety
+/// `rel` is open.
+pub(super) unsafe fn sync_trigger_args(
+    rel: pg_sys::Relation,
+    shard: Shard,
+    ext: Extension,
+) -> Vec<String> {
+    let name = format!("{SYNC_INSERT_TRIGGER}_{}", shard.id);
+    let after_insert_statement = pg_sys::TRIGGER_TYPE_INSERT as i16;
+    // SAFETY: per the contract, the trigger descriptor of an open relation.
+    unsafe { triggers((*rel).trigdesc) }
+        .iter()
+        .find(|t| is_ours(t, &name, after_insert_statement, SYNC_FUNCTION, ext))
+        .map(trigger_args)
+        .unwrap_or_default()
+}
+
+/// Runs `f`, whose queries of Citus tables run inside a query of a shard (a trigger on it),
+/// with Citus's `citus.allow_nested_distributed_execution` on: Citus refuses such queries
+/// otherwise, as it cannot see this transaction's writes on other nodes. The duplicate trigger
+/// looks rows up this way, and says so in what it promises (README, "Scaling out with Citus").
+pub(super) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
+    let scope = SettingScope::enter(c"citus.allow_nested_distributed_execution", c"on");
+    let result = f();
+    drop(scope);
+    result
+}

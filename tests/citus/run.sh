@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# The managed index on a real Citus cluster (a coordinator and two workers on this machine,
+# scripts/citus.sh; Citus 13.2.2 from ../shared/citus, PostgreSQL 15), against the same data in
+# a plain table on the coordinator:
+# - minhash_index_create on a distributed table (and on a reference table), kept exact through
+#   INSERT, UPDATE, DELETE, COPY and TRUNCATE, by sequential and concurrent writers;
+# - minhash_similar, minhash_matches, minhash_duplicates (bigint and uuid keys) and
+#   minhash_clusters give exactly what they give on the plain table;
+# - the duplicate trigger flags as on the plain table, and refuses mode 'reject' (0A000);
+# - an unprivileged role's trigger that names another owner's band table writes nothing;
+# - minhash_index_check says 0/0 throughout; minhash_index_drop leaves no trace on any node.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/cluster.sh
+source scripts/citus.sh
+
+PORT="${CITUS_TEST_PORT:-5511}"
+citus_install
+install_extension
+trap citus_stop EXIT
+citus_start "$(mktemp -d /tmp/pg_minhash-citus.XXXXXX)" "$PORT"
+citus_psql 0 -qc "CREATE EXTENSION pg_minhash"
+
+q() { citus_psql 0 -qAt "$@"; }
+
+# A corpus with near-duplicates: 2,000 texts of 24 words from a 400-word vocabulary, and for
+# every fourth one a copy with one or two words changed (the same on every run).
+q <<'EOF'
+CREATE FUNCTION corpus_text(i int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT string_agg('w' || ((hashtext(i::text || '/' || j) & 2147483647) % 400), ' ' ORDER BY j)
+    FROM generate_series(1, 24) j
+$$;
+CREATE FUNCTION corpus(n int) RETURNS TABLE (id bigint, body text) LANGUAGE sql AS $$
+    SELECT g, corpus_text(g) FROM generate_series(1, n) g
+    UNION ALL
+    SELECT n + g, regexp_replace(corpus_text(g), '^(\S+ \S+ \S+)', '\1 changed' || (g % 3))
+    FROM generate_series(1, n, 4) g
+$$;
+CREATE FUNCTION check_eq(label text, got bigint, want bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF got IS DISTINCT FROM want THEN
+        RAISE EXCEPTION '%: got %, want %', label, got, want;
+    END IF;
+    RAISE NOTICE 'ok: % (%)', label, got;
+END $$;
+
+CREATE TABLE docs (id bigint PRIMARY KEY, body text, dup_of bigint);
+SELECT create_distributed_table('docs', 'id', shard_count => 8);
+CREATE TABLE docs_local (id bigint PRIMARY KEY, body text, dup_of bigint);
+INSERT INTO docs (id, body) SELECT * FROM corpus(2000);
+INSERT INTO docs_local (id, body) SELECT * FROM corpus(2000);
+SELECT minhash_index_create('docs', 'id', 'body', threshold => 0.7);
+SELECT minhash_index_create('docs_local', 'id', 'body', threshold => 0.7);
+EOF
+
+check() { # check TABLE LABEL: the index of TABLE is exact
+    q -c "SELECT check_eq('$2: missing', missing, 0), check_eq('$2: orphaned', orphaned, 0)
+          FROM minhash_index_check('$1')" >/dev/null
+}
+check docs "after create"
+echo "ok: created on a distributed table of 8 shards"
+
+# The band table is a distributed table co-located with the table, with a shard on each worker.
+q <<'EOF'
+SELECT check_eq('band table co-located',
+    (SELECT count(*) FROM pg_dist_partition p JOIN pg_dist_partition b ON b.colocationid = p.colocationid
+     WHERE p.logicalrelid = 'docs'::regclass AND b.logicalrelid = 'docs_minhash_bands'::regclass), 1);
+SELECT check_eq('band rows on the workers', (SELECT count(*) FROM docs_minhash_bands),
+                (SELECT count(*) FROM docs_local_minhash_bands));
+EOF
+
+# Sequential writes of every kind, the same on both tables.
+for t in docs docs_local; do
+    q <<EOF
+INSERT INTO $t (id, body) VALUES (5001, corpus_text(17)), (5002, 'a short one'), (5003, NULL), (5004, '');
+UPDATE $t SET body = body || ' w1 w2' WHERE id % 7 = 0;
+UPDATE $t SET body = NULL WHERE id % 97 = 0;
+UPDATE $t SET dup_of = 0 WHERE id % 5 = 0;
+DELETE FROM $t WHERE id % 11 = 0;
+\copy $t (id, body) FROM program 'seq 6001 6050 | sed "s/\$/\twords of a copied row/"'
+EOF
+done
+check docs "after writes"
+q -c "CREATE TABLE scratch (id bigint PRIMARY KEY, body text)" \
+  -c "SELECT create_distributed_table('scratch', 'id', shard_count => 4)" \
+  -c "INSERT INTO scratch SELECT * FROM corpus(100)" \
+  -c "SELECT minhash_index_create('scratch', 'id', 'body')" \
+  -c "TRUNCATE scratch" >/dev/null
+q -c "SELECT check_eq('truncate empties the band table', (SELECT count(*) FROM scratch_minhash_bands), 0)" >/dev/null
+q -c "INSERT INTO scratch SELECT * FROM corpus(40)" >/dev/null
+check scratch "after truncate and insert"
+echo "ok: INSERT, UPDATE, DELETE, COPY and TRUNCATE keep the band table exact"
+
+# Concurrent writers, each on its own ids, then the same statements on the plain table.
+writer() { # writer TABLE N
+    local i
+    for i in $(seq 1 30); do
+        echo "BEGIN;
+INSERT INTO $1 (id, body) VALUES ($((20000 + $2 * 1000 + i)), corpus_text($((i * 13 + $2))));
+UPDATE $1 SET body = corpus_text($((i + 300))) WHERE id = $((100 + $2 * 40 + i));
+DELETE FROM $1 WHERE id = $((1000 + $2 * 40 + i));
+COMMIT;"
+    done
+}
+pids=()
+for w in 1 2 3 4; do
+    writer docs "$w" | citus_psql 0 -q >/dev/null &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+for w in 1 2 3 4; do writer docs_local "$w" | q >/dev/null; done
+check docs "after 4 concurrent writers"
+echo "ok: 4 concurrent writers x 30 transactions"
+
+# The query functions give what they give on the plain table.
+q <<'EOF'
+CREATE TEMP TABLE pairs_d AS SELECT * FROM minhash_duplicates('docs');
+CREATE TEMP TABLE pairs_l AS SELECT * FROM minhash_duplicates('docs_local');
+SELECT check_eq('pairs found', (SELECT count(*) FROM pairs_d), (SELECT count(*) FROM pairs_l));
+SELECT check_eq('more than 400 pairs', (SELECT (count(*) > 400)::int FROM pairs_d), 1);
+SELECT check_eq('duplicates equal (pairs and similarities)',
+    (SELECT count(*) FROM ((TABLE pairs_d EXCEPT TABLE pairs_l) UNION ALL (TABLE pairs_l EXCEPT TABLE pairs_d)) x), 0);
+SELECT check_eq('duplicates at 0.9 equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('docs', 0.9) EXCEPT SELECT * FROM minhash_duplicates('docs_local', 0.9))
+                           UNION ALL (SELECT * FROM minhash_duplicates('docs_local', 0.9) EXCEPT SELECT * FROM minhash_duplicates('docs', 0.9))) x), 0);
+CREATE TEMP TABLE clusters_d AS SELECT * FROM minhash_clusters('docs');
+CREATE TEMP TABLE clusters_l AS SELECT * FROM minhash_clusters('docs_local');
+SELECT check_eq('clusters equal',
+    (SELECT count(*) FROM ((TABLE clusters_d EXCEPT TABLE clusters_l) UNION ALL (TABLE clusters_l EXCEPT TABLE clusters_d)) x), 0);
+SELECT check_eq('rows in clusters', (SELECT count(*) FROM clusters_d), (SELECT count(*) FROM clusters_l));
+CREATE TEMP TABLE probes AS SELECT array_agg(corpus_text(g) || CASE WHEN g % 2 = 0 THEN ' w9' ELSE '' END ORDER BY g) AS texts
+    FROM generate_series(1, 120, 3) g;
+CREATE TEMP TABLE matches_d AS SELECT m.* FROM probes, minhash_matches('docs', probes.texts) m;
+CREATE TEMP TABLE matches_l AS SELECT m.* FROM probes, minhash_matches('docs_local', probes.texts) m;
+SELECT check_eq('matches equal',
+    (SELECT count(*) FROM ((TABLE matches_d EXCEPT TABLE matches_l) UNION ALL (TABLE matches_l EXCEPT TABLE matches_d)) x), 0);
+SELECT check_eq('similar equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_similar('docs', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('docs_local', corpus_text(5)))
+                           UNION ALL (SELECT * FROM minhash_similar('docs_local', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('docs', corpus_text(5)))) x), 0);
+SELECT check_eq('similar finds the copies', (SELECT count(*) FROM minhash_similar('docs', corpus_text(5))), 2);
+EOF
+echo "ok: similar, matches, duplicates and clusters equal the plain table's"
+
+# A lookup's plan: Citus runs it on every shard (the band table's index on each).
+q -c "EXPLAIN (COSTS OFF) SELECT b.id, b.sketch1, b.sketch2 FROM docs_minhash_bands b WHERE b.key = ANY ('{1,2}'::int8[])" \
+    | grep -q "Task Count: 8"
+echo "ok: a lookup's band query runs on all 8 shards"
+
+# uuid keys: typed duplicates equal; typed clusters refused.
+q <<'EOF'
+CREATE TABLE udocs (id uuid PRIMARY KEY, body text);
+SELECT create_distributed_table('udocs', 'id', shard_count => 4);
+CREATE TABLE udocs_local (id uuid PRIMARY KEY, body text);
+INSERT INTO udocs SELECT md5(id::text)::uuid, body FROM corpus(400);
+INSERT INTO udocs_local SELECT * FROM udocs;
+SELECT minhash_index_create('udocs', 'id', 'body', threshold => 0.7);
+SELECT minhash_index_create('udocs_local', 'id', 'body', threshold => 0.7);
+SELECT check_eq('uuid duplicates equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('udocs', NULL::uuid) EXCEPT SELECT * FROM minhash_duplicates('udocs_local', NULL::uuid))
+                           UNION ALL (SELECT * FROM minhash_duplicates('udocs_local', NULL::uuid) EXCEPT SELECT * FROM minhash_duplicates('udocs', NULL::uuid))) x), 0);
+SELECT check_eq('uuid duplicates found', (SELECT count(*) FROM minhash_duplicates('udocs', NULL::uuid)), (SELECT count(*) FROM minhash_duplicates('udocs_local', NULL::uuid)));
+SELECT check_eq('uuid similar equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_similar('udocs', corpus_text(9), NULL::uuid) EXCEPT SELECT * FROM minhash_similar('udocs_local', corpus_text(9), NULL::uuid))
+                           UNION ALL (SELECT * FROM minhash_similar('udocs_local', corpus_text(9), NULL::uuid) EXCEPT SELECT * FROM minhash_similar('udocs', corpus_text(9), NULL::uuid))) x), 0);
+EOF
+expect_error() { # expect_error SQLSTATE SQL...
+    local state="$1" out
+    shift
+    out=$(q -v VERBOSITY=verbose "$@" 2>&1 || true)
+    grep -q "ERROR:  $state:" <<<"$out" || { echo "expected $state, got: $out" >&2; exit 1; }
+}
+expect_error 0A000 -c "SELECT * FROM minhash_clusters('udocs', NULL::uuid)"
+expect_error 0A000 -c "SELECT * FROM minhash_clusters('docs', mode => 'representative')"
+expect_error 0A000 -c "CREATE TABLE bykey (id bigint, body text, k int, PRIMARY KEY (k, id))" \
+    -c "SELECT create_distributed_table('bykey', 'k')" -c "SELECT minhash_index_create('bykey', 'id', 'body')"
+echo "ok: uuid keys; typed clusters, 'representative' and tables not distributed by the id refused (0A000)"
+
+# The duplicate trigger: flags as on the plain table; 'reject' is refused.
+for t in docs docs_local; do
+    q -c "SET citus.enable_unsafe_triggers = on" \
+      -c "CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON $t FOR EACH ROW
+          EXECUTE FUNCTION minhash_flag_duplicate('dup_of', '0.7')" >/dev/null
+    q -c "INSERT INTO $t (id, body) VALUES (7001, corpus_text(21) || ' w3'), (7002, 'nothing like it'),
+                                           (7003, corpus_text(33))" >/dev/null
+done
+q <<'EOF'
+SELECT check_eq('flagged rows equal',
+    (SELECT count(*) FROM ((SELECT id, dup_of FROM docs WHERE id > 7000 EXCEPT SELECT id, dup_of FROM docs_local WHERE id > 7000)
+                           UNION ALL (SELECT id, dup_of FROM docs_local WHERE id > 7000 EXCEPT SELECT id, dup_of FROM docs WHERE id > 7000)) x), 0);
+SELECT check_eq('flagged', (SELECT count(*) FROM docs WHERE id > 7000 AND dup_of IS NOT NULL), 2);
+SELECT check_eq('row 7001 flagged as a duplicate of row 21', (SELECT dup_of FROM docs WHERE id = 7001), 21);
+EOF
+check docs "after flagged inserts"
+expect_error 0A000 -c "SET citus.enable_unsafe_triggers = on" \
+    -c "CREATE TRIGGER no_dups BEFORE INSERT ON docs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of', '0.7', 'reject')" \
+    -c "INSERT INTO docs (id, body) VALUES (7004, corpus_text(22))"
+q -c "SET citus.enable_unsafe_triggers = on" -c "DROP TRIGGER no_dups ON docs" >/dev/null
+echo "ok: the duplicate trigger flags as on the plain table; 'reject' refused (0A000)"
+
+# A reference table: indexed like any other, the band table a reference table.
+q <<'EOF'
+CREATE TABLE refdocs (id bigint PRIMARY KEY, body text);
+SELECT create_reference_table('refdocs');
+INSERT INTO refdocs SELECT * FROM corpus(200);
+SELECT minhash_index_create('refdocs', 'id', 'body', threshold => 0.7);
+INSERT INTO refdocs SELECT id + 1000, body FROM corpus(20);
+DELETE FROM refdocs WHERE id % 9 = 0;
+SELECT check_eq('reference band table', (SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'refdocs_minhash_bands'::regclass AND repmodel = 't'), 1);
+CREATE TABLE refdocs_local (id bigint PRIMARY KEY, body text);
+INSERT INTO refdocs_local SELECT * FROM refdocs;
+SELECT minhash_index_create('refdocs_local', 'id', 'body', threshold => 0.7);
+SELECT check_eq('reference table duplicates equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('refdocs') EXCEPT SELECT * FROM minhash_duplicates('refdocs_local'))
+                           UNION ALL (SELECT * FROM minhash_duplicates('refdocs_local') EXCEPT SELECT * FROM minhash_duplicates('refdocs'))) x), 0);
+SELECT check_eq('reference table similar equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_similar('refdocs', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('refdocs_local', corpus_text(5)))
+                           UNION ALL (SELECT * FROM minhash_similar('refdocs_local', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('refdocs', corpus_text(5)))) x), 0);
+EOF
+check refdocs "reference table after writes"
+echo "ok: a reference table"
+
+# An unprivileged role's own distributed table, with a trigger of ours that names the band
+# table of docs: the write is refused, nothing is written.
+q <<'EOF'
+CREATE ROLE mallory LOGIN;
+GRANT ALL ON SCHEMA public TO mallory;
+EOF
+before=$(q -c "SELECT count(*) FROM docs_minhash_bands")
+args=$(q -c "SELECT quote_literal(jsonb_set(to_jsonb(i) - 'created_at' - 'partitions', '{tbl}', '\"public.mine\"'))
+             FROM minhash_indexes i WHERE i.tbl = 'docs'::regclass")
+out=$(CITUS_USER=mallory citus_psql 0 -qAt -v VERBOSITY=verbose \
+    -c "CREATE TABLE mine (id bigint PRIMARY KEY, body text)" \
+    -c "SELECT create_distributed_table('mine', 'id', colocate_with => 'docs')" \
+    -c "SET citus.enable_unsafe_triggers = on" \
+    -c "CREATE TRIGGER minhash_sync_insert AFTER INSERT ON mine REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync($args)" \
+    -c "INSERT INTO mine VALUES (1, 'stolen words')" 2>&1 || true)
+grep -q "ERROR:  42501: the band table of public.mine does not belong to the table's owner" <<<"$out" \
+    || { echo "forged trigger: $out" >&2; exit 1; }
+[ "$(q -c "SELECT count(*) FROM docs_minhash_bands")" = "$before" ]
+echo "ok: a forged trigger of an unprivileged role writes nothing (42501)"
+
+# Renaming the table or its band table is refused: the triggers on the shards name both.
+expect_error 0A000 -c "ALTER TABLE docs RENAME TO docs2"
+expect_error 0A000 -c "ALTER TABLE docs_minhash_bands RENAME TO other_bands"
+q -c "ALTER TABLE docs ADD COLUMN note text" -c "INSERT INTO docs (id, body) VALUES (7100, 'an added row')" >/dev/null
+check docs "after ALTER TABLE ADD COLUMN"
+echo "ok: renames refused (0A000); other ALTER TABLE goes on"
+
+# Drop: the band tables are gone from every node.
+q -c "SELECT minhash_index_drop('docs', cascade => true)" -c "SELECT minhash_index_drop('scratch')" >/dev/null
+for n in 0 1 2; do
+    left=$(citus_psql "$n" -qAt -c "SET citus.override_table_visibility = off" \
+        -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'docs\_minhash\_bands%' OR relname LIKE 'scratch\_minhash\_bands%'")
+    [ "$left" = 0 ] || { echo "node $n keeps $left band tables or shards" >&2; exit 1; }
+done
+q -c "INSERT INTO docs (id, body) VALUES (8001, 'after the drop')" >/dev/null
+echo "ok: dropped from all nodes; writes go on"
+echo "citus: all checks passed"
