@@ -7,9 +7,26 @@
 #
 #   bash benches/run.sh                  everything (about 10 minutes on 2 cores once built)
 #   bash benches/run.sh --quick          seconds-long smoke version: small corpora, no peers
-#   bash benches/run.sh --only crowded   one phase (kernel, debian, scale, crowded; repeatable)
+#   bash benches/run.sh --only crowded   one phase (kernel, debian, scale, crowded, citus;
+#                                        repeatable)
+# The citus phase (benches/citus.sh) runs the Debian descriptions on a 3-node Citus cluster
+# against a plain table, after the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# (--only citus is benches/citus.sh's; the other phases are run.py's)
+args=() only=0 citus=0 others=0 expect_phase=0
+for a in "$@"; do
+    if [ "$expect_phase" = 1 ]; then
+        expect_phase=0
+        if [ "$a" = citus ]; then citus=1; else others=1; args+=(--only "$a"); fi
+    elif [ "$a" = --only ]; then
+        only=1 expect_phase=1
+    else
+        args+=("$a")
+    fi
+done
+[ "$only" = 1 ] || citus=1 others=1
+case " ${args[*]} " in *" --quick "*) [ "$only" = 1 ] || citus=0 ;; esac
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 source scripts/cluster.sh
@@ -53,4 +70,10 @@ if [ "${PG_MINHASH_BENCH_HUGE_PAGES:-1}" = 1 ]; then
     as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -w restart >/dev/null
 fi
 
-.bench/venv/bin/python benches/run.py --corpus "$csv" --pgbench "$PG_BIN/pgbench" "$@"
+if [ "$others" = 1 ]; then
+    .bench/venv/bin/python benches/run.py --corpus "$csv" --pgbench "$PG_BIN/pgbench" "${args[@]}"
+fi
+if [ "$citus" = 1 ]; then
+    cluster_stop
+    bash benches/citus.sh "$csv"
+fi

@@ -1111,13 +1111,13 @@ BEGIN
 END $$;
 
 -- The near-duplicate pairs of rows of an index of a Citus table, at least `threshold` similar,
--- with ids as text (id_a < id_b). The work is done where the rows are: the candidate pairs,
--- rows sharing a band key, meet in a repartition join of the band table with itself (Citus
--- moves band rows between the workers by key), and only the pairs come back; each pair is then
--- verified on the worker of its first row, which gets the second row's text from the worker
--- of that row. The band table is read as the table's owner; the table with the caller's
--- rights, as minhash_duplicates reads it on one node: rows the caller may not see are in no
--- pair.
+-- with ids as text (id_a < id_b). The candidate pairs, rows sharing a band key, are found where
+-- the band rows are: a repartition join of the band table with itself on the key (Citus moves
+-- band rows between the workers by key), grouped there, so that only distinct pairs come back
+-- (never the band rows). They are verified in this backend (_minhash_verify_pairs), which reads
+-- the text of each row that is in a pair once. The band table is read as the table's owner;
+-- the table with the caller's rights, as minhash_duplicates reads it on one node: rows the
+-- caller may not see are in no pair.
 CREATE FUNCTION minhash_internal._minhash_citus_pairs(cfg @extschema@.minhash_indexes, threshold float8)
 RETURNS TABLE (id_a text, id_b text, similarity float8)
 LANGUAGE plpgsql
@@ -1131,23 +1131,19 @@ DECLARE
 BEGIN
     PERFORM set_config('citus.enable_repartition_joins', 'on', true);
     pairs := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(p.a, p.b)), ''[]'')
+        'SELECT pg_catalog.jsonb_build_array(coalesce(pg_catalog.array_agg(p.a::pg_catalog.text), ''{}''),
+                                             coalesce(pg_catalog.array_agg(p.b::pg_catalog.text), ''{}''))
          FROM (SELECT x.id AS a, y.id AS b FROM %1$s x JOIN %1$s y ON x.key OPERATOR(pg_catalog.=) y.key
                WHERE x.id OPERATOR(pg_catalog.<) y.id GROUP BY x.id, y.id) p', cfg.band_table));
     PERFORM set_config('citus.enable_repartition_joins', repartition, true);
-    RETURN QUERY EXECUTE format(
-        'WITH p AS MATERIALIZED (
-             SELECT (e OPERATOR(pg_catalog.->>) 0)::%1$s AS a, (e OPERATOR(pg_catalog.->>) 1)::%1$s AS b
-             FROM pg_catalog.jsonb_array_elements($1) e),
-         r AS MATERIALIZED (
-             SELECT p.a, p.b, t.%3$I::pg_catalog.text AS text_b
-             FROM p JOIN %2$s t ON t.%4$I OPERATOR(pg_catalog.=) p.b WHERE t.%3$I IS NOT NULL)
-         SELECT q.a::pg_catalog.text, q.b::pg_catalog.text, q.s
-         FROM (SELECT r.a, r.b, @extschema@.jaccard(t.%3$I::pg_catalog.text, r.text_b, %5$s, %6$L) AS s
-               FROM r JOIN %2$s t ON t.%4$I OPERATOR(pg_catalog.=) r.a WHERE t.%3$I IS NOT NULL) q
-         WHERE q.s OPERATOR(pg_catalog.>=) $2',
-        id_type, cfg.tbl, cfg.text_column, cfg.id_column, cfg.ngram, cfg.unit)
-    USING pairs, threshold;
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_verify_pairs(
+        format('SELECT d.%1$I::pg_catalog.text, d.%2$I::pg_catalog.text FROM %3$s d
+                WHERE d.%1$I OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]::%4$s[])
+                  AND d.%2$I IS NOT NULL',
+               cfg.id_column, cfg.text_column, cfg.tbl, id_type),
+        ARRAY(SELECT pg_catalog.jsonb_array_elements_text(pairs OPERATOR(pg_catalog.->) 0)),
+        ARRAY(SELECT pg_catalog.jsonb_array_elements_text(pairs OPERATOR(pg_catalog.->) 1)),
+        cfg.ngram, cfg.unit, threshold);
 END $$;
 
 -- Refuses (0A000) what minhash_clusters does not do on a Citus table: ids of a key type other

@@ -141,6 +141,20 @@ SELECT check_eq('similar finds the copies', (SELECT count(*) FROM minhash_simila
 EOF
 echo "ok: similar, matches, duplicates and clusters equal the plain table's"
 
+# Rebuild and stats, as on the plain table; the check sees band rows deleted behind its back.
+q <<'EOF2'
+DELETE FROM docs_minhash_bands WHERE id = 3;
+SELECT check_eq('check sees missing band rows', (SELECT missing FROM minhash_index_check('docs')),
+                (SELECT count(*) FROM docs_local_minhash_bands WHERE id = 3));
+SELECT check_eq('rebuild reads every row', minhash_index_rebuild('docs'), (SELECT count(*) FROM docs));
+SELECT check_eq('stats: rows indexed', (SELECT rows_indexed FROM minhash_index_stats('docs')),
+                (SELECT rows_indexed FROM minhash_index_stats('docs_local')));
+SELECT check_eq('stats: distinct buckets', (SELECT distinct_buckets FROM minhash_index_stats('docs')),
+                (SELECT distinct_buckets FROM minhash_index_stats('docs_local')));
+EOF2
+check docs "after rebuild"
+echo "ok: rebuild and stats"
+
 # A lookup's plan: Citus runs it on every shard (the band table's index on each).
 q -c "EXPLAIN (COSTS OFF) SELECT b.id, b.sketch1, b.sketch2 FROM docs_minhash_bands b WHERE b.key = ANY ('{1,2}'::int8[])" \
     | grep -q "Task Count: 8"
