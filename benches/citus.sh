@@ -93,3 +93,15 @@ row "minhash_duplicates (${fig[docs,pairs]} pairs, equal)" dups s
 row "minhash_clusters" clusters s
 row "minhash_similar, mean of 200 lookups" similar lookup
 row "flagged inserts, 1 session (${fig[docs,flagged]} flagged, equal)" insert insert
+
+# The plan of a lookup's two queries (minhash_internal._minhash_lookup_sql('docs')), for the
+# keys of one row and three candidates.
+keys=$(q -c "SELECT array_agg(key)::text FROM docs_minhash_bands WHERE id = 1")
+echo
+echo "A lookup of the band keys of row 1:"
+q -c "SET citus.explain_all_tasks = off" -c "EXPLAIN (COSTS OFF)
+    SELECT b.id, b.sketch1, b.sketch2 FROM public.docs_minhash_bands b WHERE b.key = ANY ('$keys'::int8[])"
+echo "Its verification of three candidates:"
+q -c "EXPLAIN (COSTS OFF)
+    SELECT t.id::int8, public.jaccard(t.body::text, 'a probe text', 5, 'char') FROM public.docs t
+    WHERE t.id = ANY ('{1,2,3}'::int8[]) AND t.body IS NOT NULL"
