@@ -95,6 +95,8 @@ BEGIN
         SELECT i.tbl, i.band_table FROM @extschema@.minhash_indexes i
         JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
         WHERE b.relowner = t.relowner AND pg_has_role(t.relowner, 'USAGE')
+          -- (a Citus table's band table has none on its table: _minhash_link_band_table)
+          AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NULL
           AND NOT EXISTS (SELECT FROM pg_depend d
                           WHERE d.classid = 'pg_class'::regclass AND d.objid = i.band_table
                             AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.tbl)

@@ -590,12 +590,19 @@ fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
             objectId: object,
             objectSubId: 0,
         };
+        // (not for a Citus table: Citus takes a table dropped through an automatic dependency
+        // for a partition whose shards went with its parent's, and would leave the band
+        // table's shards behind; the minhash_ddl_dropped event trigger drops the band table
+        // with its own DROP TABLE instead, after which Citus drops its shards)
+        let citus = citus::is_citus_table(tbl);
         let band = address(pg_sys::RelationRelationId.into(), band);
-        pg_sys::recordDependencyOn(
-            &band,
-            &address(pg_sys::RelationRelationId.into(), tbl),
-            pg_sys::DependencyType::DEPENDENCY_AUTO,
-        );
+        if !citus {
+            pg_sys::recordDependencyOn(
+                &band,
+                &address(pg_sys::RelationRelationId.into(), tbl),
+                pg_sys::DependencyType::DEPENDENCY_AUTO,
+            );
+        }
         pg_sys::recordDependencyOn(
             &band,
             &address(pg_sys::ExtensionRelationId.into(), extension),

@@ -8,7 +8,8 @@
 #   minhash_clusters give exactly what they give on the plain table;
 # - the duplicate trigger flags as on the plain table, and refuses mode 'reject' (0A000);
 # - an unprivileged role's trigger that names another owner's band table writes nothing;
-# - minhash_index_check says 0/0 throughout; minhash_index_drop leaves no trace on any node.
+# - minhash_index_check says 0/0 throughout; minhash_index_drop and DROP TABLE leave no trace
+#   on any node.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/cluster.sh
@@ -261,13 +262,14 @@ q -c "ALTER TABLE docs ADD COLUMN note text" -c "INSERT INTO docs (id, body) VAL
 check docs "after ALTER TABLE ADD COLUMN"
 echo "ok: renames refused (0A000); other ALTER TABLE goes on"
 
-# Drop: the band tables are gone from every node.
-q -c "SELECT minhash_index_drop('docs', cascade => true)" -c "SELECT minhash_index_drop('scratch')" >/dev/null
+# Drop, of the index or of the table: the band tables are gone from every node.
+q -c "SELECT minhash_index_drop('docs', cascade => true)" -c "DROP TABLE scratch" >/dev/null
+q -c "SELECT check_eq('catalog rows of dropped indexes', (SELECT count(*) FROM minhash_indexes i WHERE i.tbl = 'docs'::regclass OR NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = i.tbl)), 0)" >/dev/null
 for n in 0 1 2; do
     left=$(citus_psql "$n" -qAt -c "SET citus.override_table_visibility = off" \
         -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'docs\_minhash\_bands%' OR relname LIKE 'scratch\_minhash\_bands%'")
     [ "$left" = 0 ] || { echo "node $n keeps $left band tables or shards" >&2; exit 1; }
 done
 q -c "INSERT INTO docs (id, body) VALUES (8001, 'after the drop')" >/dev/null
-echo "ok: dropped from all nodes; writes go on"
+echo "ok: minhash_index_drop and DROP TABLE leave no band table or shard on any node; writes go on"
 echo "citus: all checks passed"
