@@ -230,7 +230,8 @@ mod tests {
             "'_minhash_search_pairs', '_minhash_search_clusters', 'minhash_similar',
              'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads',
              '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters',
-             '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql'";
+             '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql',
+             '_minhash_verify_pairs'";
         let table_writers = "'_minhash_as_owner', '_minhash_link_band_table'";
         let wrong_c = one::<Vec<String>>(&format!(
             "SELECT coalesce(array_agg(p.proname::text), '{{}}') {members}
