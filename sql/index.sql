@@ -769,8 +769,9 @@ BEGIN
         END IF;
         EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
     END LOOP;
-    PERFORM minhash_internal._minhash_drop_objects(cfg);
+    -- (the catalog row first: a band table dropped while its row names it is refused below)
     DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
+    PERFORM minhash_internal._minhash_drop_objects(cfg);
     IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
         PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
         PERFORM minhash_internal._minhash_sync_triggers(p, false)
@@ -844,7 +845,7 @@ END $$;
 -- The two event triggers: DDL on indexed tables. Runs as whoever runs the DDL, on every
 -- ALTER TABLE and every DROP, so it looks only at the catalog rows of the tables involved.
 --
--- minhash_ddl_altered (ddl_command_end, ALTER TABLE and CREATE TABLE): the catalog names the
+-- minhash_ddl_altered (ddl_command_end, ALTER and CREATE TABLE and TRIGGER): the catalog names the
 -- id and text columns, so an ALTER TABLE that drops, renames or retypes either of them is
 -- refused (it would make every later INSERT and UPDATE fail); the index has to be dropped
 -- first. A new owner of the table becomes the owner of its band table too. An indexed table
@@ -852,12 +853,16 @@ END $$;
 -- INHERIT, ATTACH PARTITION): its triggers would not see the other tables' rows. After an
 -- ALTER TABLE of the catalog itself, band tables get their dependencies back (_minhash_relink).
 -- An indexed partitioned table's index follows its partition tree (_minhash_tree_changed).
+-- On CREATE TRIGGER and ALTER TRIGGER it refuses to rename the sync triggers of an indexed
+-- table, and to make them on a table made again under the name of an indexed table dropped in
+-- the same transaction (how Citus converts tables: README, "Scaling out with Citus").
 --
 -- minhash_ddl_dropped (sql_drop): a dropped table takes its index along, as it takes its
 -- ordinary indexes: the band table (dropped with the table through its dependency, or here if
 -- that is missing) and the catalog row. A band table the dropping role may not drop is left
 -- behind with a WARNING rather than failing the DROP. A dropped partition of an indexed table
--- takes its rows' band rows along (_minhash_tree_changed).
+-- takes its rows' band rows along (_minhash_tree_changed). The band table of a Citus table
+-- cannot be dropped on its own.
 CREATE FUNCTION minhash_internal._minhash_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql
@@ -874,6 +879,48 @@ DECLARE
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
+    END IF;
+    IF TG_EVENT = 'ddl_command_end' AND TG_TAG IN ('CREATE TRIGGER', 'ALTER TRIGGER') THEN
+        -- A sync trigger of an indexed table fires by its name: a new name would leave the
+        -- table unindexed (Citus's citus_add_local_table_to_metadata renames the table's
+        -- triggers so, as it turns the table into a shard of a Citus local table).
+        SELECT t.tgrelid INTO inherited
+        FROM pg_event_trigger_ddl_commands() c JOIN pg_trigger t ON t.oid = c.objid
+        WHERE TG_TAG = 'ALTER TRIGGER' AND c.classid = 'pg_trigger'::regclass
+          AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+          AND EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                      WHERE t.tgrelid = i.tbl OR t.tgrelid = ANY (i.partitions::oid[]))
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'the triggers of the minhash index of table % cannot be renamed', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'citus_add_local_table_to_metadata() and foreign keys between a '
+                               'reference table and a local table rename them so.',
+                      HINT = 'Drop the index first with minhash_index_drop(), and create it again '
+                             'afterwards.';
+        END IF;
+        -- A table dropped with its index in this transaction, made again under its name with
+        -- its sync triggers, as Citus's undistribute_table(), alter_distributed_table() and
+        -- alter_table_set_access_method() do: the triggers would fire with no index.
+        SELECT t.tgrelid INTO inherited
+        FROM pg_event_trigger_ddl_commands() c JOIN pg_trigger t ON t.oid = c.objid
+        WHERE TG_TAG = 'CREATE TRIGGER' AND c.classid = 'pg_trigger'::regclass
+          AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+          AND (pg_identify_object('pg_class'::regclass, t.tgrelid, 0)).identity
+              = ANY (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[])
+          AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                          WHERE t.tgrelid = i.tbl OR t.tgrelid = ANY (i.partitions::oid[]))
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'table % was made again without the minhash index it had', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'undistribute_table(), alter_distributed_table() and '
+                               'alter_table_set_access_method() of Citus make a table again '
+                               'so, and do not carry a minhash index over.',
+                      HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                    'create it again afterwards.', inherited);
+        END IF;
+        RETURN;
     END IF;
     IF TG_EVENT = 'ddl_command_end' THEN
         IF '@extschema@.minhash_indexes'::regclass IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c) THEN
@@ -980,11 +1027,33 @@ BEGIN
         END LOOP;
         RETURN;
     END IF;
+    -- The band table of a Citus table goes only with its index (minhash_index_drop) or its
+    -- table: Citus's table conversions (alter_distributed_table(), undistribute_table()) of
+    -- a band table alone would leave the index naming a table that is gone.
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.band_table IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                               WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = i.tbl)
+          AND i.tbl NOT IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NOT NULL
+    LOOP
+        RAISE EXCEPTION 'the band table of the minhash index of Citus table % cannot be dropped or converted on its own', cfg.tbl
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = format('Drop the index with minhash_index_drop(%L).', cfg.tbl);
+    END LOOP;
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
         WHERE i.tbl IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
     LOOP
+        -- (for the CREATE TRIGGER check above, till the end of the transaction)
+        PERFORM set_config('minhash_internal.dropped_tables',
+            (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[]
+             || (SELECT d.object_identity FROM pg_event_trigger_dropped_objects() d
+                 WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0))::text,
+            true);
         BEGIN
             PERFORM minhash_internal._minhash_drop_objects(cfg);
         EXCEPTION WHEN insufficient_privilege THEN
@@ -1008,7 +1077,8 @@ BEGIN
     END LOOP;
 END $$;
 
-CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
+CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE', 'CREATE TRIGGER', 'ALTER TRIGGER')
     EXECUTE FUNCTION minhash_internal._minhash_ddl();
 CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
     EXECUTE FUNCTION minhash_internal._minhash_ddl();

@@ -772,8 +772,9 @@ BEGIN
         END IF;
         EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
     END LOOP;
-    PERFORM minhash_internal._minhash_drop_objects(cfg);
+    -- (the catalog row first: a band table dropped while its row names it is refused below)
     DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
+    PERFORM minhash_internal._minhash_drop_objects(cfg);
     IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
         PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
         PERFORM minhash_internal._minhash_sync_triggers(p, false)
@@ -853,6 +854,48 @@ DECLARE
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
+    END IF;
+    IF TG_EVENT = 'ddl_command_end' AND TG_TAG IN ('CREATE TRIGGER', 'ALTER TRIGGER') THEN
+        -- A sync trigger of an indexed table fires by its name: a new name would leave the
+        -- table unindexed (Citus's citus_add_local_table_to_metadata renames the table's
+        -- triggers so, as it turns the table into a shard of a Citus local table).
+        SELECT t.tgrelid INTO inherited
+        FROM pg_event_trigger_ddl_commands() c JOIN pg_trigger t ON t.oid = c.objid
+        WHERE TG_TAG = 'ALTER TRIGGER' AND c.classid = 'pg_trigger'::regclass
+          AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+          AND EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                      WHERE t.tgrelid = i.tbl OR t.tgrelid = ANY (i.partitions::oid[]))
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'the triggers of the minhash index of table % cannot be renamed', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'citus_add_local_table_to_metadata() and foreign keys between a '
+                               'reference table and a local table rename them so.',
+                      HINT = 'Drop the index first with minhash_index_drop(), and create it again '
+                             'afterwards.';
+        END IF;
+        -- A table dropped with its index in this transaction, made again under its name with
+        -- its sync triggers, as Citus's undistribute_table(), alter_distributed_table() and
+        -- alter_table_set_access_method() do: the triggers would fire with no index.
+        SELECT t.tgrelid INTO inherited
+        FROM pg_event_trigger_ddl_commands() c JOIN pg_trigger t ON t.oid = c.objid
+        WHERE TG_TAG = 'CREATE TRIGGER' AND c.classid = 'pg_trigger'::regclass
+          AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+          AND (pg_identify_object('pg_class'::regclass, t.tgrelid, 0)).identity
+              = ANY (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[])
+          AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                          WHERE t.tgrelid = i.tbl OR t.tgrelid = ANY (i.partitions::oid[]))
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'table % was made again without the minhash index it had', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'undistribute_table(), alter_distributed_table() and '
+                               'alter_table_set_access_method() of Citus make a table again '
+                               'so, and do not carry a minhash index over.',
+                      HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                    'create it again afterwards.', inherited);
+        END IF;
+        RETURN;
     END IF;
     IF TG_EVENT = 'ddl_command_end' THEN
         IF '@extschema@.minhash_indexes'::regclass IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c) THEN
@@ -959,11 +1002,33 @@ BEGIN
         END LOOP;
         RETURN;
     END IF;
+    -- The band table of a Citus table goes only with its index (minhash_index_drop) or its
+    -- table: Citus's table conversions (alter_distributed_table(), undistribute_table()) of
+    -- a band table alone would leave the index naming a table that is gone.
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.band_table IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                               WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = i.tbl)
+          AND i.tbl NOT IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NOT NULL
+    LOOP
+        RAISE EXCEPTION 'the band table of the minhash index of Citus table % cannot be dropped or converted on its own', cfg.tbl
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = format('Drop the index with minhash_index_drop(%L).', cfg.tbl);
+    END LOOP;
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
         WHERE i.tbl IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
     LOOP
+        -- (for the CREATE TRIGGER check above, till the end of the transaction)
+        PERFORM set_config('minhash_internal.dropped_tables',
+            (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[]
+             || (SELECT d.object_identity FROM pg_event_trigger_dropped_objects() d
+                 WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0))::text,
+            true);
         BEGIN
             PERFORM minhash_internal._minhash_drop_objects(cfg);
         EXCEPTION WHEN insufficient_privilege THEN
@@ -986,6 +1051,12 @@ BEGIN
             WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
     END LOOP;
 END $$;
+
+-- (the event trigger on ddl_command_end now fires on CREATE TRIGGER and ALTER TRIGGER too)
+DROP EVENT TRIGGER minhash_ddl_altered;
+CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE', 'CREATE TRIGGER', 'ALTER TRIGGER')
+    EXECUTE FUNCTION minhash_internal._minhash_ddl();
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
 RETURNS bigint

@@ -22,7 +22,7 @@ use pgrx::prelude::*;
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::Shingling;
-use crate::pg::error::OrRaise;
+use crate::pg::error::{raise, OrRaise};
 use crate::sql::interrupts;
 
 use super::catalog::trigger_args;
@@ -55,13 +55,7 @@ impl Shard {
                    WHERE s.shardid OPERATOR(pg_catalog.=) $1
                      AND pg_catalog.to_regclass(pg_catalog.shard_name(s.logicalrelid, s.shardid, false))
                          OPERATOR(pg_catalog.=) $2::pg_catalog.regclass";
-        let table = Spi::connect(|client| {
-            client
-                .select(sql, Some(1), &[id.into(), rel.into()])?
-                .first()
-                .get::<pg_sys::Oid>(1)
-        })
-        .unwrap_or_else(|e| spi_failed(e))?;
+        let table = first_oid(sql, &[id.into(), rel.into()])?;
         Some(Shard { table, id })
     }
 
@@ -78,14 +72,41 @@ impl Shard {
                      AND pb.logicalrelid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass
                      AND b.shardminvalue IS NOT DISTINCT FROM s.shardminvalue
                      AND b.shardmaxvalue IS NOT DISTINCT FROM s.shardmaxvalue";
-        Spi::connect(|client| {
-            client
-                .select(sql, Some(1), &[self.id.into(), band.into()])?
-                .first()
-                .get::<pg_sys::Oid>(1)
-        })
-        .unwrap_or_else(|e| spi_failed(e))
+        first_oid(sql, &[self.id.into(), band.into()])
     }
+}
+
+/// The oid in the first column of the first row of `sql` with `args`; None if it returns no
+/// row (as for a table whose name merely ends in `_<digits>`) or a null.
+fn first_oid(sql: &str, args: &[pgrx::datum::DatumWithOid]) -> Option<pg_sys::Oid> {
+    Spi::connect(|client| {
+        let table = client.select(sql, Some(1), args)?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        table.first().get::<pg_sys::Oid>(1)
+    })
+    .unwrap_or_else(|e| spi_failed(e))
+}
+
+/// Raises 0A000 for trigger `trigger` of ours that fired on a shard (or a shard in the making)
+/// of `table` without the arguments a trigger there needs: the table was made a Citus table
+/// (`create_distributed_table`, `create_reference_table`) after its index, and Citus copied
+/// the triggers it had then. The statement that fires it fails, so no write goes unindexed;
+/// the table is indexed again as a Citus table.
+pub(super) fn refuse_index_before_citus(table: &str, trigger: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        format!(
+            "trigger \"{trigger}\" on {table} belongs to a minhash index made before the table \
+             became a Citus table"
+        ),
+        Some(
+            "Drop the index with minhash_index_drop() before making the table a Citus table, and \
+             create it again afterwards (README, \"Scaling out with Citus\")."
+                .into(),
+        ),
+    )
 }
 
 /// Whether Citus's shard metadata is in this database.

@@ -44,7 +44,7 @@ use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_
 use crate::pg::tuple::column;
 
 use super::catalog::{indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT};
-use super::citus::Shard;
+use super::citus::{self, Shard};
 use super::owner::{as_owner, relation_owner};
 use super::restore::{self, only_load_trigger};
 
@@ -76,6 +76,17 @@ impl Event {
             Event::Truncate => "minhash_sync_truncate",
         }
     }
+
+    /// Whether trigger `name` is one of ours as Citus names its copy on a shard
+    /// (`<trigger>_<shard id>`): the name and the shard id.
+    fn citus_copy(name: &str) -> Option<(&str, &str)> {
+        let (ours, suffix) = name.rsplit_once('_')?;
+        let events = [Event::Insert, Event::Update, Event::Delete, Event::Truncate];
+        (!suffix.is_empty()
+            && suffix.bytes().all(|b| b.is_ascii_digit())
+            && events.iter().any(|e| e.trigger_name() == ours))
+        .then_some((name, suffix))
+    }
 }
 
 /// Trigger function of the sync triggers of an indexed table (see the module documentation).
@@ -97,6 +108,14 @@ fn _minhash_sync<'a>(
         None => unsafe { indexed_table(data.tg_relation) },
     };
     let event = fired_by(data, trigger.trigger(), shard).unwrap_or_else(|| {
+        // (a shard Citus is still making, of a table indexed before it became a Citus table)
+        if let Some((name, shard_id)) = trigger.name().ok().and_then(Event::citus_copy) {
+            let relname = relation_name(fired_on);
+            let table = relname
+                .strip_suffix(&format!("_{shard_id}"))
+                .unwrap_or(&relname);
+            citus::refuse_index_before_citus(table, name);
+        }
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             format!(
@@ -114,6 +133,13 @@ fn _minhash_sync<'a>(
         None => IndexConfig::of_table(client, fn_oid, tbl),
     });
     if indexes.is_empty() {
+        if let Some(shard) = shard {
+            // (Citus copied a trigger made without the arguments its shards need)
+            citus::refuse_index_before_citus(
+                &relation_name(shard.table),
+                trigger.name().unwrap_or("?"),
+            );
+        }
         // (our trigger fired: the index exists, maybe not in this transaction's snapshot)
         refuse_newer_index(tbl);
         // A data-only restore may load a table before the catalog row of its index; the band

@@ -8,6 +8,11 @@
 #   minhash_clusters give exactly what they give on the plain table;
 # - the duplicate trigger flags as on the plain table, and refuses mode 'reject' (0A000);
 # - an unprivileged role's trigger that names another owner's band table writes nothing;
+# - shard moves and splits keep the index exact; a local table named like a shard is indexed
+#   as on plain PostgreSQL;
+# - Citus's conversions of an indexed table (undistribute_table, alter_distributed_table,
+#   citus_add_local_table_to_metadata, create_distributed_table) or of its band table are
+#   refused, and the index stays as it was;
 # - minhash_index_check says 0/0 throughout; minhash_index_drop and DROP TABLE leave no trace
 #   on any node.
 set -euo pipefail
@@ -233,6 +238,65 @@ SELECT check_eq('reference table similar equal',
 EOF
 check refdocs "reference table after writes"
 echo "ok: a reference table"
+
+# Shards moved to another worker, or split, keep the triggers and take the band rows along
+# (co-located shards move and split together); writes go on, and the pairs are the same.
+q -c "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', p.nodeport, '127.0.0.1',
+                                        CASE p.nodeport WHEN $((PORT + 1)) THEN $((PORT + 2)) ELSE $((PORT + 1)) END,
+                                        shard_transfer_mode => 'block_writes')
+      FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid)
+      WHERE s.logicalrelid = 'docs'::regclass ORDER BY s.shardid LIMIT 2" >/dev/null
+q -c "SELECT citus_split_shard_by_split_points(s.shardid, ARRAY[((s.shardminvalue::bigint + s.shardmaxvalue::bigint) / 2)::text],
+                                               ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $((PORT + 1))),
+                                                     (SELECT nodeid FROM pg_dist_node WHERE nodeport = $((PORT + 2)))],
+                                               'block_writes')
+      FROM pg_dist_shard s WHERE s.logicalrelid = 'docs'::regclass ORDER BY s.shardid DESC LIMIT 1" >/dev/null
+q -c "SELECT check_eq('shards after the split', (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'docs_minhash_bands'::regclass), 9)" >/dev/null
+check docs "after moving and splitting shards"
+for t in docs docs_local; do
+    q -c "INSERT INTO $t (id, body) SELECT id + 30000, body FROM corpus(300)" \
+      -c "UPDATE $t SET body = body || ' w5' WHERE id % 13 = 0" -c "DELETE FROM $t WHERE id % 17 = 0" >/dev/null
+done
+check docs "after writes to moved and split shards"
+q -c "SELECT check_eq('duplicates equal after moves and splits',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('docs') EXCEPT SELECT * FROM minhash_duplicates('docs_local'))
+                           UNION ALL (SELECT * FROM minhash_duplicates('docs_local') EXCEPT SELECT * FROM minhash_duplicates('docs'))) x), 0)" >/dev/null
+echo "ok: shard moves and splits keep the index exact"
+
+# A local table on the coordinator whose name ends like a shard's is indexed as on plain
+# PostgreSQL.
+q -c "CREATE TABLE events_2024 (id bigint PRIMARY KEY, body text)" \
+  -c "INSERT INTO events_2024 SELECT * FROM corpus(100)" \
+  -c "SELECT minhash_index_create('events_2024', 'id', 'body')" \
+  -c "INSERT INTO events_2024 VALUES (9001, 'a new row')" -c "UPDATE events_2024 SET body = 'changed' WHERE id = 9001" \
+  -c "DELETE FROM events_2024 WHERE id = 3" >/dev/null
+check events_2024 "a local table named like a shard"
+echo "ok: a local table named like a shard"
+
+# Citus's table conversions would leave an index behind or naming what is gone: refused, and
+# the index stays as it was.
+# (citus.enable_unsafe_triggers on, or Citus itself refuses to make the duplicate trigger again)
+expect_error 0A000 -c "SET citus.enable_unsafe_triggers = on" -c "SELECT undistribute_table('docs')"
+expect_error 0A000 -c "SET citus.enable_unsafe_triggers = on" \
+    -c "SELECT alter_distributed_table('docs', shard_count => 4, cascade_to_colocated => true)"
+expect_error 0A000 -c "SET citus.enable_unsafe_triggers = on" -c "SELECT alter_distributed_table('docs', colocate_with => 'none')"
+expect_error 2BP01 -c "SELECT alter_distributed_table('docs_minhash_bands', shard_count => 4, cascade_to_colocated => false)"
+expect_error 2BP01 -c "SELECT undistribute_table('docs_minhash_bands')"
+expect_error 2BP01 -c "DROP TABLE docs_minhash_bands"
+expect_error 0A000 -c "SELECT citus_add_local_table_to_metadata('events_2024')"
+expect_error 0A000 -c "ALTER TABLE events_2024 ADD FOREIGN KEY (id) REFERENCES refdocs (id)"
+# (without citus.enable_unsafe_triggers, Citus refuses a table with triggers itself)
+expect_error XX000 -c "SELECT create_distributed_table('events_2024', 'id')"
+# (Citus passes the error of a shard's COPY on as XX000)
+for make in "create_distributed_table('events_2024', 'id')" "create_reference_table('events_2024')"; do
+    out=$(q -c "SET citus.enable_unsafe_triggers = on" -c "SELECT $make" 2>&1 || true)
+    grep -q 'ERROR:  .*trigger "minhash_sync_insert_[0-9]*" on events_2024 belongs to a minhash index made before the table became a Citus table' <<<"$out" \
+        || { echo "$make of an indexed table: $out" >&2; exit 1; }
+done
+check docs "after refused conversions"
+check events_2024 "after refused conversions"
+q -c "SELECT check_eq('no Citus metadata for events_2024', (SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'events\_2024%'), 0)" >/dev/null
+echo "ok: Citus's table conversions of an indexed table or its band table refused (0A000, 2BP01)"
 
 # An unprivileged role's own distributed table, with a trigger of ours that names the band
 # table of docs: the write is refused, nothing is written.

@@ -45,6 +45,17 @@ UPDATE articles SET title = 'Best pizza in Naples!' WHERE id = 2;
 SELECT * FROM minhash_index_check('articles');
 SELECT id, round(similarity::numeric, 3) FROM minhash_similar('articles', 'Cheap flights to Lisbon in May') ORDER BY id;
 ALTER TABLE articles RENAME TO posts;
+-- The sync triggers fire by their names: renaming one is refused.
+ALTER TRIGGER minhash_sync_insert ON posts RENAME TO posts_inserted;
+-- So is making them on a table made again, in the transaction that dropped the indexed table
+-- of that name, without the index (as Citus converts a table).
+BEGIN;
+DROP TABLE posts;
+CREATE TABLE posts (id bigint PRIMARY KEY, title text);
+CREATE TRIGGER minhash_sync_insert AFTER INSERT ON posts REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync();
+ROLLBACK;
+SELECT * FROM minhash_index_check('posts');
 -- With the index dropped, the columns are the table's own again.
 SELECT minhash_index_drop('posts');
 ALTER TABLE posts RENAME COLUMN title TO headline;
