@@ -1,7 +1,8 @@
 # Sourced by the Citus test and benchmark: a throwaway Citus cluster on this machine, a
 # coordinator and two workers of the system PostgreSQL 15, run by the `postgres` user in a
 # private directory. The nodes listen on 127.0.0.1 (Citus connects the nodes over TCP, trusted
-# from that address only) and on a Unix socket in that directory.
+# from that address only) and on a Unix socket in that directory. wal_level is logical, as
+# Citus moves shards by logical replication while writes go on.
 #
 #   citus_install               builds and installs Citus 13.2.2 (../shared/citus/install.sh)
 #   citus_start DIR [PORT]      starts the nodes on PORT, PORT+1, PORT+2 (default 5501)
@@ -46,6 +47,7 @@ max_connections = 100
 shared_buffers = 128MB
 fsync = off
 max_prepared_transactions = 100
+wal_level = logical
 EOF
         citus_as_postgres "$CITUS_BIN/pg_ctl" -D "$CITUS_DIR/node$i" -l "$CITUS_DIR/node$i.log" -w start >/dev/null
         citus_psql "$i" -qc "CREATE EXTENSION citus" >/dev/null

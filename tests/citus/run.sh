@@ -6,9 +6,12 @@
 #   INSERT, UPDATE, DELETE, COPY and TRUNCATE, by sequential and concurrent writers;
 # - minhash_similar, minhash_matches, minhash_duplicates (bigint and uuid keys) and
 #   minhash_clusters give exactly what they give on the plain table;
-# - the duplicate trigger flags as on the plain table, and refuses mode 'reject' (0A000);
+# - the duplicate trigger flags as on the plain table, but for near-duplicates written
+#   concurrently (or by the same transaction) on another worker, as documented; it refuses
+#   mode 'reject' (0A000);
 # - an unprivileged role's trigger that names another owner's band table writes nothing;
-# - shard moves and splits keep the index exact; a local table named like a shard is indexed
+# - shard moves (by logical replication during writes, and blocking) and splits keep the
+#   index exact; a local table named like a shard is indexed
 #   as on plain PostgreSQL;
 # - Citus's conversions of an indexed table (undistribute_table, alter_distributed_table,
 #   citus_add_local_table_to_metadata, create_distributed_table) or of its band table are
@@ -211,11 +214,57 @@ SELECT check_eq('flagged', (SELECT count(*) FROM docs WHERE id > 7000 AND dup_of
 SELECT check_eq('row 7001 flagged as a duplicate of row 21', (SELECT dup_of FROM docs WHERE id = 7001), 21);
 EOF
 check docs "after flagged inserts"
+
+# What the flag trigger sees on Citus, against one node (README, "What is guaranteed"): a
+# near-duplicate inserted while the first is not yet committed, on the other worker, is not
+# flagged on Citus; on one node it waits for the first and is flagged. A near-duplicate
+# inserted later, or by the same transaction on the same worker, is flagged.
+worker_ids() { # worker_ids FROM: from id FROM on, an id of a shard on the first worker, one
+               # on the second worker, and a larger id of the first id's shard
+    q -F ' ' -c "WITH w AS (SELECT id, get_shard_id_for_distribution_column('docs', id) AS shard,
+                                   (SELECT p.nodeport FROM pg_dist_shard_placement p
+                                    WHERE p.shardid = get_shard_id_for_distribution_column('docs', id)) AS port
+                            FROM generate_series($1, $1 + 200) id),
+                      a AS (SELECT * FROM w WHERE port = $((PORT + 1)) ORDER BY id LIMIT 1)
+                 SELECT a.id, (SELECT min(w.id) FROM w WHERE w.port = $((PORT + 2))),
+                        (SELECT min(w.id) FROM w WHERE w.shard = a.shard AND w.id > a.id) FROM a"
+}
+read -r first second same < <(worker_ids 40001)
+fresh=$(printf 'zq%d ' $(seq 1 24))
+for t in docs docs_local; do
+    citus_psql 0 -q -c "BEGIN" -c "INSERT INTO $t (id, body) VALUES ($first, '$fresh w7')" \
+        -c "SELECT pg_sleep(2)" -c "COMMIT" >/dev/null &
+    pid=$!
+    sleep 0.7
+    q -c "INSERT INTO $t (id, body) VALUES ($second, '$fresh w8')" >/dev/null
+    wait "$pid"
+done
+q <<EOF
+SELECT check_eq('Citus: a concurrent near-duplicate on the other worker is not flagged',
+                (SELECT count(dup_of) FROM docs WHERE id = $second), 0);
+SELECT check_eq('one node: a concurrent near-duplicate is flagged', (SELECT dup_of FROM docs_local WHERE id = $second), $first);
+INSERT INTO docs (id, body) VALUES ($same, '$fresh w9');
+INSERT INTO docs_local (id, body) VALUES ($same, '$fresh w9');
+SELECT check_eq('Citus: a later near-duplicate is flagged', (SELECT dup_of FROM docs WHERE id = $same), least($first, $second));
+EOF
+read -r first second same < <(worker_ids 41001)
+fresh=$(printf 'yv%d ' $(seq 1 24))
+for t in docs docs_local; do
+    q -c "BEGIN" -c "INSERT INTO $t (id, body) VALUES ($first, '$fresh')" \
+      -c "INSERT INTO $t (id, body) VALUES ($same, '$fresh w1')" \
+      -c "INSERT INTO $t (id, body) VALUES ($second, '$fresh w2')" -c "COMMIT" >/dev/null
+done
+q <<EOF
+SELECT check_eq('Citus: a near-duplicate the same transaction wrote on the same worker is flagged',
+                (SELECT dup_of FROM docs WHERE id = $same), $first);
+SELECT check_eq('Citus: one it wrote on the other worker is not', (SELECT count(dup_of) FROM docs WHERE id = $second), 0);
+EOF
+check docs "after concurrent flagged inserts"
 expect_error 0A000 -c "SET citus.enable_unsafe_triggers = on" \
     -c "CREATE TRIGGER no_dups BEFORE INSERT ON docs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of', '0.7', 'reject')" \
     -c "INSERT INTO docs (id, body) VALUES (7004, corpus_text(22))"
 q -c "SET citus.enable_unsafe_triggers = on" -c "DROP TRIGGER no_dups ON docs" >/dev/null
-echo "ok: the duplicate trigger flags as on the plain table; 'reject' refused (0A000)"
+echo "ok: the duplicate trigger flags as on the plain table but for concurrent writes, as documented; 'reject' refused (0A000)"
 
 # A reference table: indexed like any other, the band table a reference table.
 q <<'EOF'
@@ -240,9 +289,19 @@ check refdocs "reference table after writes"
 echo "ok: a reference table"
 
 # Shards moved to another worker, or split, keep the triggers and take the band rows along
-# (co-located shards move and split together); writes go on, and the pairs are the same.
-q -c "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', p.nodeport, '127.0.0.1',
-                                        CASE p.nodeport WHEN $((PORT + 1)) THEN $((PORT + 2)) ELSE $((PORT + 1)) END,
+# (co-located shards move and split together); writes go on, and the pairs are the same. The
+# first move is by logical replication, with a writer at work on the same table.
+other_worker="CASE p.nodeport WHEN $((PORT + 1)) THEN $((PORT + 2)) ELSE $((PORT + 1)) END"
+writer docs 5 | sed 's/^COMMIT;$/COMMIT; SELECT pg_sleep(0.05);/' | citus_psql 0 -q >/dev/null &
+writer_pid=$!
+writer docs_local 5 | q >/dev/null
+q -c "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', p.nodeport, '127.0.0.1', $other_worker,
+                                        shard_transfer_mode => 'force_logical')
+      FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid)
+      WHERE s.logicalrelid = 'docs'::regclass ORDER BY s.shardid DESC LIMIT 1" >/dev/null
+wait "$writer_pid"
+check docs "after a move by logical replication during writes"
+q -c "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', p.nodeport, '127.0.0.1', $other_worker,
                                         shard_transfer_mode => 'block_writes')
       FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid)
       WHERE s.logicalrelid = 'docs'::regclass ORDER BY s.shardid LIMIT 2" >/dev/null
