@@ -11,8 +11,7 @@
 #   mode 'reject' (0A000);
 # - an unprivileged role's trigger that names another owner's band table writes nothing;
 # - shard moves (by logical replication during writes, and blocking) and splits keep the
-#   index exact; a local table named like a shard is indexed
-#   as on plain PostgreSQL;
+#   index exact; a local table named like a shard is indexed as on plain PostgreSQL;
 # - Citus's conversions of an indexed table (undistribute_table, alter_distributed_table,
 #   citus_add_local_table_to_metadata, create_distributed_table) or of its band table are
 #   refused, and the index stays as it was;
