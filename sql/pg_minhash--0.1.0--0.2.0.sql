@@ -1018,6 +1018,35 @@ BEGIN
             USING ERRCODE = 'dependent_objects_still_exist',
                   HINT = format('Drop the index with minhash_index_drop(%L).', cfg.tbl);
     END LOOP;
+    -- Any other band table dropped without its table takes its index along, as DROP INDEX
+    -- would (pg_restore --clean drops the band table before its table): its sync triggers
+    -- and catalog row go, so writes to the table go on unindexed (a duplicate trigger that
+    -- uses the index refuses the drop, as minhash_index_drop does).
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.band_table IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                               WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = i.tbl)
+          AND i.tbl NOT IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        SELECT d.object_name INTO dropped_name FROM pg_event_trigger_dropped_objects() d
+        WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.band_table AND d.objsubid = 0;
+        SELECT t.tgname INTO bad FROM pg_trigger t
+        WHERE t.tgrelid = cfg.tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
+          AND coalesce(nullif((string_to_array(encode(t.tgargs, 'escape'), '\000'))[4], ''), dropped_name)
+              = dropped_name
+        LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'cannot drop table % because trigger % on table % uses its minhash index',
+                dropped_name, bad, cfg.tbl
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = format('Drop the trigger first, or the index and the trigger with '
+                                    'minhash_index_drop(%L, cascade => true).', cfg.tbl);
+        END IF;
+        RAISE NOTICE 'drop cascades to the minhash index of table %', cfg.tbl;
+        PERFORM @extschema@.minhash_index_drop(cfg.band_table);
+    END LOOP;
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
         WHERE i.tbl IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d

@@ -222,6 +222,24 @@ ALTER TABLE odd RENAME COLUMN extra TO notes;
 ALTER TABLE odd RENAME COLUMN body TO words;
 ROLLBACK;
 
+-- A band table dropped on its own takes its index along, as DROP INDEX would (pg_restore
+-- --clean drops it before its table); a duplicate trigger that uses the index refuses it.
+CREATE TABLE lone (id int PRIMARY KEY, body text, dup int);
+INSERT INTO lone VALUES (1, 'a row of its own'), (2, 'another row');
+SELECT minhash_index_create('lone', 'id', 'body') IS NOT NULL AS created;
+CREATE TRIGGER lone_flag BEFORE INSERT ON lone FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup');
+DROP TABLE lone_minhash_bands;
+DROP TRIGGER lone_flag ON lone;
+DROP TABLE lone_minhash_bands;
+SELECT count(*) AS indexes FROM minhash_indexes WHERE tbl = 'lone'::regclass;
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid = 'lone'::regclass;
+INSERT INTO lone VALUES (3, 'a row of its own');
+UPDATE lone SET body = 'changed' WHERE id = 1;
+DELETE FROM lone WHERE id = 2;
+SELECT minhash_index_create('lone', 'id', 'body') IS NOT NULL AS created;
+SELECT * FROM minhash_index_check('lone');
+DROP TABLE lone;
+
 -- A non-superuser may install the (trusted) extension; its event triggers come along, owned by
 -- the bootstrap superuser, and guard that role's tables.
 BEGIN;
