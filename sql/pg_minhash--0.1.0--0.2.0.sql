@@ -1002,26 +1002,13 @@ BEGIN
         END LOOP;
         RETURN;
     END IF;
-    -- The band table of a Citus table goes only with its index (minhash_index_drop) or its
-    -- table: Citus's table conversions (alter_distributed_table(), undistribute_table()) of
-    -- a band table alone would leave the index naming a table that is gone.
-    FOR cfg IN
-        SELECT i.* FROM @extschema@.minhash_indexes i
-        WHERE i.band_table IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
-                               WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
-          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = i.tbl)
-          AND i.tbl NOT IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
-                            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
-          AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NOT NULL
-    LOOP
-        RAISE EXCEPTION 'the band table of the minhash index of Citus table % cannot be dropped or converted on its own', cfg.tbl
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  HINT = format('Drop the index with minhash_index_drop(%L).', cfg.tbl);
-    END LOOP;
-    -- Any other band table dropped without its table takes its index along, as DROP INDEX
-    -- would (pg_restore --clean drops the band table before its table): its sync triggers
-    -- and catalog row go, so writes to the table go on unindexed (a duplicate trigger that
-    -- uses the index refuses the drop, as minhash_index_drop does).
+    -- A band table dropped without its table takes its index along, as DROP INDEX would
+    -- (pg_restore --clean drops the band table before its table): its sync triggers and
+    -- catalog row go, so writes to the table go on unindexed (a duplicate trigger that uses
+    -- the index refuses the drop, as minhash_index_drop does). The band table of a Citus
+    -- table goes only with its index or its table: Citus's table conversions
+    -- (alter_distributed_table(), undistribute_table()) of a band table alone would leave
+    -- its shard triggers naming a table that is gone.
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
         WHERE i.band_table IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
@@ -1030,6 +1017,11 @@ BEGIN
           AND i.tbl NOT IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
                             WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
     LOOP
+        IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+            RAISE EXCEPTION 'the band table of the minhash index of Citus table % cannot be dropped or converted on its own', cfg.tbl
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = format('Drop the index with minhash_index_drop(%L).', cfg.tbl);
+        END IF;
         SELECT d.object_name INTO dropped_name FROM pg_event_trigger_dropped_objects() d
         WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.band_table AND d.objsubid = 0;
         SELECT t.tgname INTO bad FROM pg_trigger t
