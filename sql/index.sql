@@ -350,17 +350,20 @@ AS $$
     FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_citus_args.tbl
 $$;
 
--- The arguments of trigger `trigger`.
+-- The arguments of trigger `trigger`, whatever their characters.
 CREATE FUNCTION minhash_internal._minhash_trigger_args(trigger oid)
 RETURNS text[]
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- (tgargs: the arguments, each ended by a zero byte)
-    SELECT coalesce(array_agg(convert_from(decode(u.a, 'escape'), 'UTF8') ORDER BY u.n), '{}')
+    -- (tgargs: the arguments' bytes, each ended by a zero byte, split at those bytes)
+    SELECT coalesce(array_agg(convert_from(substring(t.tgargs FROM z.start FOR z.stop - z.start), 'UTF8')
+                              ORDER BY z.stop), '{}')
     FROM pg_trigger t
-    CROSS JOIN LATERAL unnest((string_to_array(encode(t.tgargs, 'escape'), '\000'))[1:t.tgnargs])
-         WITH ORDINALITY u(a, n)
+    CROSS JOIN LATERAL (
+        SELECT lag(i, 1, -1) OVER (ORDER BY i) + 2 AS start, i + 1 AS stop
+        FROM generate_series(0, length(t.tgargs) - 1) i
+        WHERE get_byte(t.tgargs, i) = 0) z
     WHERE t.oid = trigger
 $$;
 
@@ -404,7 +407,8 @@ BEGIN
             CONTINUE;
         END IF;
         IF (citus OR NOT adding)
-           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name) THEN
+           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
+                       AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure) THEN
             EXECUTE format('DROP TRIGGER %I ON %s', trg.name, rel);
         END IF;
         IF adding THEN
@@ -751,7 +755,7 @@ BEGIN
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
     WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
-      AND coalesce(nullif((string_to_array(encode(t.tgargs, 'escape'), '\000'))[4], ''),
+      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''),
                    (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table))
           = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
     IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
@@ -809,11 +813,16 @@ BEGIN
             PERFORM minhash_internal._minhash_backfill(cfg.band_table, member);
         END IF;
     END LOOP;
-    -- left, still there (detached): the band rows of their rows go
+    -- left, still there (detached): the band rows of their rows go. The list of the tree the
+    -- catalog keeps is input (the table's owner may write it): a table it names is touched only
+    -- if it belongs to a role whose rights the index's owner has, and no index covers it now
+    -- (as an indexed table or a partition of one).
     FOR member IN
-        SELECT k::regclass FROM unnest(kept) k
+        SELECT k::regclass FROM unnest(kept) k JOIN pg_class c ON c.oid = k
         WHERE k <> ALL (tree::oid[]) AND k <> ALL (coalesce(dropped, '{}'))
-          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = k)
+          AND pg_has_role((SELECT t.relowner FROM pg_class t WHERE t.oid = cfg.tbl), c.relowner, 'USAGE')
+          AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                          WHERE i.tbl = coalesce(pg_partition_root(k), k))
     LOOP
         IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
             PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
@@ -876,6 +885,7 @@ DECLARE
     inherited regclass;
     band_id regtype;
     problem text;
+    persistence "char";
 BEGIN
     IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
         RETURN;  -- a role that cannot reach the extension cannot have made an index
@@ -889,7 +899,7 @@ BEGIN
         WHERE TG_TAG = 'ALTER TRIGGER' AND c.classid = 'pg_trigger'::regclass
           AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
           AND EXISTS (SELECT FROM @extschema@.minhash_indexes i
-                      WHERE t.tgrelid = i.tbl OR t.tgrelid = ANY (i.partitions::oid[]))
+                      WHERE i.tbl = coalesce(pg_partition_root(t.tgrelid), t.tgrelid))
         LIMIT 1;
         IF inherited IS NOT NULL THEN
             RAISE EXCEPTION 'the triggers of the minhash index of table % cannot be renamed', inherited
@@ -909,7 +919,7 @@ BEGIN
           AND (pg_identify_object('pg_class'::regclass, t.tgrelid, 0)).identity
               = ANY (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[])
           AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
-                          WHERE t.tgrelid = i.tbl OR t.tgrelid = ANY (i.partitions::oid[]))
+                          WHERE i.tbl = coalesce(pg_partition_root(t.tgrelid), t.tgrelid))
         LIMIT 1;
         IF inherited IS NOT NULL THEN
             RAISE EXCEPTION 'table % was made again without the minhash index it had', inherited
@@ -1006,7 +1016,29 @@ BEGIN
                 EXECUTE format('ALTER TABLE %s OWNER TO %I', cfg.band_table,
                                pg_get_userbyid(table_owner));
             END IF;
+            -- ALTER TABLE ... SET LOGGED / SET UNLOGGED: so does the band table (a crash then
+            -- empties both or neither)
+            SELECT t.relpersistence INTO persistence FROM pg_class t
+            WHERE t.oid = cfg.tbl AND t.relkind = 'r'
+              AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL;
+            IF EXISTS (SELECT FROM pg_class b WHERE b.oid = cfg.band_table
+                       AND b.relpersistence <> persistence) THEN
+                EXECUTE format('ALTER TABLE %s SET %s', cfg.band_table,
+                               CASE persistence WHEN 'u' THEN 'UNLOGGED' ELSE 'LOGGED' END);
+            END IF;
         END LOOP;
+        -- A band table keeps its table's persistence.
+        SELECT i.band_table INTO inherited FROM @extschema@.minhash_indexes i
+        JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
+        WHERE i.band_table IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
+                               WHERE c.classid = 'pg_class'::regclass)
+          AND t.relkind = 'r' AND b.relpersistence <> t.relpersistence
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'band table % must keep the persistence of its table', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'ALTER TABLE ... SET LOGGED or SET UNLOGGED the indexed table: its band table follows.';
+        END IF;
         -- The sync triggers on the shards of a Citus table name it and its band tables
         -- (_minhash_citus_args): a new name or schema for either would leave them naming
         -- what is gone.
@@ -1051,7 +1083,7 @@ BEGIN
         WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.band_table AND d.objsubid = 0;
         SELECT t.tgname INTO bad FROM pg_trigger t
         WHERE t.tgrelid = cfg.tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
-          AND coalesce(nullif((string_to_array(encode(t.tgargs, 'escape'), '\000'))[4], ''), dropped_name)
+          AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''), dropped_name)
               = dropped_name
         LIMIT 1;
         IF bad IS NOT NULL THEN

@@ -23,7 +23,7 @@ use super::owner::relation_owner;
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
 use super::text::TextSource;
-use super::{index_params, spi_failed};
+use super::{check_threshold, index_params, spi_failed};
 
 /// Prepared statements kept per backend: the catalog query and the two lookup queries of each
 /// indexed table in use, in practice.
@@ -404,20 +404,45 @@ impl IndexConfig {
                 concurrent_index_change(tbl);
             }
         }
+        // Every value of the row is input (its table's owner may write it): checked here, and
+        // the column types taken from pg_attribute, never from the row.
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
+        let threshold = check_threshold(threshold);
         let distributed = citus::is_citus_table(band_table);
         // SAFETY: catalog lookups by OID and attribute number; InvalidOid for a band table or
         // column that is gone (writes then refuse the band table, lookups find no rows).
-        let (key, id_type) = unsafe {
-            let stored = pg_sys::get_atttype(band_table, attnum(band_table, "id"));
-            let column = pg_sys::get_atttype(tbl, attnum(tbl, &id_column));
-            let stored = if stored == pg_sys::InvalidOid {
-                pg_sys::INT8OID
-            } else {
-                stored
-            };
-            (KeyType::of(stored), column)
+        let (id_type, stored) = unsafe {
+            (
+                pg_sys::get_atttype(tbl, attnum(tbl, &id_column)),
+                pg_sys::get_atttype(band_table, attnum(band_table, "id")),
+            )
         };
+        if id_type == pg_sys::InvalidOid {
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+                format!(
+                    "column \"{id_column}\" of table {} does not exist",
+                    regclass_name(tbl)
+                ),
+                Some(COLUMNS_HINT.into()),
+            );
+        }
+        let key = KeyType::for_column(id_type);
+        // (the band table's ids are read as the key type: another type is refused, never read)
+        if stored != pg_sys::InvalidOid && stored != key.oid {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the band table of {} is not the plain table minhash_index_create() made",
+                    regclass_name(tbl)
+                ),
+                Some(
+                    "Its id column has another type than the table's. Drop the index with \
+                     minhash_index_drop() and create it again."
+                        .into(),
+                ),
+            );
+        }
         let text = TextSource::new(tbl, text_column, text_expression);
         let members = members.to_vec();
         let leaf = |m: &&pg_sys::Oid| {
@@ -457,6 +482,29 @@ impl IndexConfig {
             banding,
             threshold,
         }
+    }
+
+    /// `(attribute number, type)` of the id column in relation `rel` (the indexed table or a
+    /// partition of it) with descriptor `tupdesc`: 42703 if it is gone, 42804 if its type is
+    /// not one the index's ids are read as.
+    pub(super) fn id_attribute(
+        &self,
+        tupdesc: pg_sys::TupleDesc,
+        rel: pg_sys::Oid,
+    ) -> (usize, pg_sys::Oid) {
+        let (attno, typid, _) = column(tupdesc, rel, &self.id_column, COLUMNS_HINT);
+        if !self.key.accepts(typid) {
+            raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!(
+                    "id column \"{}\" of {} is not of the type the minhash index stores",
+                    self.id_column,
+                    regclass_name(rel)
+                ),
+                Some(COLUMNS_HINT.into()),
+            );
+        }
+        (attno, typid)
     }
 
     /// Raises 42501 unless the current user may read the id and text columns of the table

@@ -8,11 +8,15 @@
 //! for an INSERT it keeps a claim whose rows are still live and exactly the row's ([`take`]);
 //! otherwise (an UPDATE, a row that was never inserted because ON CONFLICT or another trigger
 //! skipped it, a row changed by a later BEFORE trigger) the claim's rows are deleted
-//! ([`release`]) and the sync writes the row's band rows as usual. Claims still open when the
-//! transaction commits are released then, so a committed band table holds exactly the band
-//! rows of the table's rows. Claims made in a subtransaction that rolls back are forgotten with
-//! it (their rows are dead); a TRUNCATE or rewrite of the band table (a new relfilenode)
-//! leaves claims with nothing to release.
+//! ([`release`]) and the sync writes the row's band rows as usual. A claim outlives neither its
+//! statement nor its subtransaction: the sync releases the claims its statement left (those
+//! made at its trigger depth, [`release_statement`]); a claim is kept only by the
+//! subtransaction that made it (rows kept by another one would outlive its rollback); claims
+//! made in a subtransaction that rolls back are forgotten with it (their rows are dead); any
+//! still open when the transaction commits are released then. So a committed band table holds
+//! exactly the band rows of the table's rows. A band table given a new relfilenode while a
+//! claim on it is open (a rewrite by a trigger in the middle of the statement) fails the
+//! transaction (55000) rather than keep the claim's rows.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -34,6 +38,8 @@ struct Claim {
     file: pg_sys::Oid,
     tids: Vec<pg_sys::ItemPointerData>,
     subxact: pg_sys::SubTransactionId,
+    /// The trigger depth of the statement whose row it was made for.
+    depth: i32,
 }
 
 /// This transaction's open claims, by band table and id, oldest first.
@@ -64,6 +70,7 @@ pub(super) fn record(band: pg_sys::Relation, id: &Id, tids: Vec<pg_sys::ItemPoin
         tids,
         // SAFETY: inside a transaction.
         subxact: unsafe { pg_sys::GetCurrentSubTransactionId() },
+        depth: trigger_depth(),
     };
     CLAIMS.with_borrow_mut(|claims| {
         capacity::reserve_map(claims, 1, "claimed rows").unwrap_or_else(|e| e.fail());
@@ -86,20 +93,21 @@ pub(super) fn take(band: pg_sys::Relation, id: &Id, rows: &mut [BandRow]) -> boo
     };
     let mut live = Vec::new();
     // SAFETY: `band` is open with RowExclusiveLock; the claim's rows were written by this
-    // transaction into the same relfilenode.
+    // transaction into the same relfilenode (checked).
     unsafe {
-        if claim.file == (*(*band).rd_rel).relfilenode {
-            for tid in &claim.tids {
-                if let Some(row) = fetch_own(band, *tid) {
-                    live.push((*tid, row));
-                }
+        check_file(band, &claim);
+        for tid in &claim.tids {
+            if let Some(row) = fetch_own(band, *tid) {
+                live.push((*tid, row));
             }
         }
     }
+    // SAFETY: inside a transaction.
+    let same_subxact = claim.subxact == unsafe { pg_sys::GetCurrentSubTransactionId() };
     let mut found: Vec<BandRow> = live.iter().map(|(_, row)| row.clone()).collect();
     found.sort_unstable();
     rows.sort_unstable();
-    if live.len() == claim.tids.len() && found == rows {
+    if same_subxact && live.len() == claim.tids.len() && found == rows {
         return true;
     }
     for (tid, _) in live {
@@ -115,6 +123,60 @@ pub(super) fn release(band: pg_sys::Relation, id: &Id) {
     if let Some(claim) = remove_latest(band, id) {
         // SAFETY: `band` is open with RowExclusiveLock.
         unsafe { delete_live(band, &claim) };
+    }
+}
+
+/// Releases the claims on the open band table `band` made at the current trigger depth: those
+/// of the statement whose sync trigger is running, whose rows it did not take (a row ON
+/// CONFLICT DO NOTHING or a trigger skipped).
+pub(super) fn release_statement(band: pg_sys::Relation) {
+    // SAFETY: `band` is open.
+    let oid = unsafe { (*band).rd_id };
+    let depth = trigger_depth();
+    let left: Vec<Claim> = CLAIMS.with_borrow_mut(|claims| {
+        let mut left = Vec::new();
+        claims.retain(|&(b, _), same| {
+            if b == oid {
+                let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(same)
+                    .into_iter()
+                    .partition(|c| c.depth == depth);
+                left.extend(gone);
+                *same = kept;
+            }
+            !same.is_empty()
+        });
+        left
+    });
+    for claim in &left {
+        // SAFETY: `band` is open with RowExclusiveLock.
+        unsafe { delete_live(band, claim) };
+    }
+}
+
+/// PostgreSQL's trigger depth now (`pg_trigger_depth()`): a statement's row triggers and its
+/// statement triggers fire at the same depth, a statement run by a trigger one deeper.
+fn trigger_depth() -> i32 {
+    // SAFETY: pg_trigger_depth takes no arguments and returns an int4.
+    unsafe { pgrx::direct_function_call::<i32>(pg_sys::pg_trigger_depth, &[]) }
+        .expect("pg_trigger_depth() is not NULL")
+}
+
+/// Raises 55000 if the band table got a new relfilenode since the claim's rows were written
+/// (its TIDs would name other rows, and its rows would stay).
+///
+/// # Safety
+/// `band` is the claim's band table, open.
+unsafe fn check_file(band: pg_sys::Relation, claim: &Claim) {
+    // SAFETY: per the contract.
+    if claim.file != unsafe { (*(*band).rd_rel).relfilenode } {
+        crate::pg::error::raise(
+            pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the band table {} was rewritten while a duplicate check held band rows in it",
+                crate::pg::names::regclass_name(claim.band)
+            ),
+            Some("Rewrite the band table in a transaction of its own.".into()),
+        );
     }
 }
 
@@ -139,9 +201,7 @@ fn remove_latest(band: pg_sys::Relation, id: &Id) -> Option<Claim> {
 unsafe fn delete_live(band: pg_sys::Relation, claim: &Claim) {
     // SAFETY: per the contract; a TID is used only in the relfilenode it was written to.
     unsafe {
-        if claim.file != (*(*band).rd_rel).relfilenode {
-            return;
-        }
+        check_file(band, claim);
         for tid in &claim.tids {
             pg_sys::check_for_interrupts!();
             if fetch_own(band, *tid).is_some() {

@@ -18,9 +18,7 @@ use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 use crate::sql::interrupts;
 
-use super::catalog::{
-    ambiguous, indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT,
-};
+use super::catalog::{ambiguous, indexed_table, refuse_newer_index, trigger_args, IndexConfig};
 
 use super::citus::{nested_execution, sync_trigger_args, Shard};
 use super::extension::Extension;
@@ -392,7 +390,7 @@ fn minhash_flag_duplicate<'a>(
             .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
             .map(float8_in);
         let threshold = checked_threshold(threshold, cfg.threshold);
-        let (id_attno, id_type, _) = column(tupdesc, fired_on, &cfg.id_column, COLUMNS_HINT);
+        let (id_attno, id_type) = cfg.id_attribute(tupdesc, fired_on);
         // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
         // UPDATE's old row (tg_trigtuple) has the same descriptor.
         let (doc, own_ids) = unsafe {

@@ -46,6 +46,26 @@ impl KeyType {
         }
     }
 
+    /// How an index stores the ids of an id column of type `column_type`: `bigint` for the
+    /// integer types, the column's own type otherwise (as `minhash_index_create` makes the band
+    /// table).
+    pub(super) fn for_column(column_type: pg_sys::Oid) -> KeyType {
+        KeyType::of(if is_integer(column_type) {
+            pg_sys::INT8OID
+        } else {
+            column_type
+        })
+    }
+
+    /// Whether ids of this type can come from a column of type `column_type`.
+    pub(super) fn accepts(&self, column_type: pg_sys::Oid) -> bool {
+        if self.integer {
+            is_integer(column_type)
+        } else {
+            column_type == self.oid
+        }
+    }
+
     /// The id a datum of this type (or, for integer keys, of an integer type `column_type`)
     /// holds.
     ///
@@ -165,4 +185,9 @@ impl KeyType {
             pg_sys::OidInputFunctionCall(input, text.as_ptr() as *mut _, ioparam, typmod)
         }
     }
+}
+
+/// Whether `typid` is `smallint`, `integer` or `bigint`.
+fn is_integer(typid: pg_sys::Oid) -> bool {
+    matches!(typid, pg_sys::INT2OID | pg_sys::INT4OID | pg_sys::INT8OID)
 }

@@ -20,7 +20,10 @@ use crate::pg::names::{regclass_name, Regclass};
 const SAFE_SEARCH_PATH: &CStr = c"pg_catalog, pg_temp";
 
 /// A setting changed for a while (the search path of [`with_safe_search_path`]), restored
-/// when this is dropped, also while an error unwinds through it.
+/// when this is dropped, also while an error unwinds through it. Every other setting changed
+/// inside the scope, by anyone's code and however (`SET`, `SET LOCAL`, `set_config`, a
+/// function's `SET` clause), is discarded with it, as `index_build` discards what an index
+/// expression sets: nothing done inside leaks into the caller's session.
 pub(crate) struct SettingScope {
     nest_level: c_int,
 }
@@ -49,8 +52,9 @@ impl SettingScope {
 
 impl Drop for SettingScope {
     fn drop(&mut self) {
-        // SAFETY: pops the level `enter` opened; does not raise.
-        unsafe { pg_sys::AtEOXact_GUC(!std::thread::panicking(), self.nest_level) };
+        // SAFETY: pops the level `enter` opened, restoring every setting changed at or above
+        // it (isCommit = false, as index_build and the matview refresh do); does not raise.
+        unsafe { pg_sys::AtEOXact_GUC(false, self.nest_level) };
     }
 }
 

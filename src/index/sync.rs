@@ -41,9 +41,8 @@ use super::extension::Extension;
 use super::key::{Id, KeyType};
 use super::text::{utf8, TextReader};
 use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_name};
-use crate::pg::tuple::column;
 
-use super::catalog::{indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT};
+use super::catalog::{indexed_table, refuse_newer_index, trigger_args, IndexConfig};
 use super::citus::{self, Shard};
 use super::owner::{as_owner, relation_owner};
 use super::restore::{self, only_load_trigger};
@@ -260,7 +259,7 @@ impl TransitionRows {
             let tupdesc = (*data.tg_relation).rd_att;
             let tbl = (*data.tg_relation).rd_id;
             let text = cfg.text.reader(tbl, tupdesc);
-            let (id_attno, id_type, _) = column(tupdesc, tbl, &cfg.id_column, COLUMNS_HINT);
+            let (id_attno, id_type) = cfg.id_attribute(tupdesc, tbl);
             let slots = tables.map(|rows| {
                 if rows.is_null() {
                     return std::ptr::null_mut();
@@ -411,6 +410,9 @@ unsafe fn insert_band_rows(
         });
     }
     writer.close();
+    if claimed {
+        claim::release_statement(band.rel);
+    }
 }
 
 /// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned

@@ -115,7 +115,19 @@ impl TextSource {
     pub(super) unsafe fn reader(&self, tbl: pg_sys::Oid, tupdesc: pg_sys::TupleDesc) -> TextReader {
         match self {
             TextSource::Column(name) => {
-                let (attno, _, _) = column(tupdesc, tbl, name, COLUMNS_HINT);
+                let (attno, typid, _) = column(tupdesc, tbl, name, COLUMNS_HINT);
+                // (the catalog names the column; its type comes from the descriptor, and only
+                // a text type is read as text)
+                if typid != pg_sys::TEXTOID && typid != pg_sys::VARCHAROID {
+                    raise(
+                        PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                        format!(
+                            "text column \"{name}\" of {} is not of type text or character varying",
+                            regclass_name(tbl)
+                        ),
+                        Some(COLUMNS_HINT.into()),
+                    );
+                }
                 TextReader {
                     attno: attno as c_int,
                     state: std::ptr::null_mut(),

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Upgrading from the previous release. Builds and installs pg_minhash 0.1.0 from its release
-# commit (tag v0.1.0), creates an indexed table with a flag trigger and rows as 0.1.0, then
-# installs this tree and runs ALTER EXTENSION pg_minhash UPDATE, and checks that
+# Upgrading from the previous releases. For each of them (0.1.0 and 0.2.0): creates an indexed
+# table with a flag trigger and rows as that release, then runs ALTER EXTENSION pg_minhash
+# UPDATE with this tree installed (0.1.0 goes through every upgrade script since), and checks
+# that
 #   (a) the extension's objects equal a fresh install's: pg_dump --schema-only --binary-upgrade
 #       (which dumps an extension's member objects) of both databases is the same, but for
 #       OIDs, transaction ids, the dump's restrict key and the stored default of the column
 #       0.2.0 added (ALTER TABLE ADD COLUMN keeps it for the rows already there);
-#   (b) the index built by 0.1.0 keeps working: minhash_index_check is 0/0 before and after
-#       new rows, the flag trigger flags a near-duplicate, minhash_similar finds it.
-# Without the release commit (a shallow clone), or on a PostgreSQL version 0.1.0 was not made
-# for (it builds for 15 only), it says so and installs 0.1.0's frozen script
-# (sql/pg_minhash--0.1.0.sql) with this tree's library, which tests the same upgrade script.
+#   (b) the index built by the old release keeps working: minhash_index_check is 0/0 before
+#       and after new rows, the flag trigger flags a near-duplicate, minhash_similar finds it.
+# A release is installed from its frozen install script (sql/pg_minhash--VERSION.sql) with this
+# tree's library; 0.1.0 is built from its release commit (tag v0.1.0) instead where the clone
+# has it and the server is PostgreSQL 15 (0.1.0 builds for 15 only).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$HOME/.cargo/bin:$PATH"
 source scripts/cluster.sh
 
-PREVIOUS=0.1.0
+RELEASES="0.1.0 0.2.0"
 CURRENT=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 repo=$(pwd)
 tmp=$(mktemp -d /tmp/pg_minhash-upgrade.XXXXXX)
@@ -24,32 +25,36 @@ chmod 755 "$tmp"
 trap 'cluster_stop; rm -rf "$tmp"' EXIT
 
 sharedir=$("$PG_CONFIG" --sharedir)/extension
-if [ "$(pg_major)" != 15 ]; then
-    echo "upgrade: pg_minhash $PREVIOUS does not build for PostgreSQL $(pg_major); installing" \
-         "the frozen $PREVIOUS script with this tree's library"
-    install_extension
-    as_root cp "sql/pg_minhash--$PREVIOUS.sql" "$sharedir/"
-elif git rev-parse -q --verify "v$PREVIOUS^{commit}" >/dev/null; then
-    echo "upgrade: building pg_minhash $PREVIOUS from tag v$PREVIOUS"
-    git archive "v$PREVIOUS" | tar -x -C "$tmp" --one-top-level=previous
+if [ "$(pg_major)" = 15 ] && git rev-parse -q --verify "v0.1.0^{commit}" >/dev/null; then
+    echo "upgrade: building pg_minhash 0.1.0 from tag v0.1.0"
+    git archive "v0.1.0" | tar -x -C "$tmp" --one-top-level=previous
     # The release's own sources, with this tree's compiled dependencies. Both builds leave
     # their library in the same place, which cargo does not replace for a build it finds
     # fresh: each is made to compile again.
     touch "$tmp/previous/src/lib.rs"
     (cd "$tmp/previous" && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}" install_extension)
-    cmp "$sharedir/pg_minhash--$PREVIOUS.sql" "sql/pg_minhash--$PREVIOUS.sql"
+    cmp "$sharedir/pg_minhash--0.1.0.sql" "sql/pg_minhash--0.1.0.sql"
     touch src/lib.rs
 else
-    echo "upgrade: no tag v$PREVIOUS in this clone; installing the frozen $PREVIOUS script" \
-         "with this tree's library"
     install_extension
-    as_root cp "sql/pg_minhash--$PREVIOUS.sql" "$sharedir/"
 fi
-
 cluster_start "$tmp/cluster"
 psql() { PGOPTIONS="-c client_min_messages=warning" command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-psql -d postgres -c 'CREATE DATABASE upgraded' -c 'CREATE DATABASE fresh'
-psql -d upgraded <<SQL
+dump() {
+    as_postgres "$PG_BIN/pg_dump" -h "$PGHOST" -p "$PGPORT" -U postgres --schema-only \
+        --binary-upgrade --exclude-schema=app "$1" |
+        grep -v -e 'binary_upgrade_set_next_' -e '^-- Dumped' -e '^\\restrict' -e '^\\unrestrict' \
+            -e 'relfrozenxid' -e '^-- set missing value' -e 'binary_upgrade_set_missing_value' -e '^$' |
+        sed -E 's/[0-9]{4,}/OID/g'
+}
+
+# upgrade_from PREVIOUS: the checks above for an index made by release PREVIOUS.
+upgrade_from() {
+local PREVIOUS=$1 db=upgraded_${1//./_}
+# (the previous releases' install scripts; this tree's library serves them)
+as_root cp sql/pg_minhash--0.1.0.sql sql/pg_minhash--0.2.0.sql "$sharedir/"
+psql -d postgres -c "CREATE DATABASE $db"
+psql -d "$db" <<SQL
 CREATE EXTENSION pg_minhash VERSION '$PREVIOUS';
 CREATE SCHEMA app;
 CREATE TABLE app.docs (id bigint PRIMARY KEY, body text, duplicate_of bigint);
@@ -63,33 +68,22 @@ SQL
 
 # The new release's files replace the old ones, as a package upgrade does.
 install_extension
-check() { psql -d upgraded -Atc "SELECT missing || '/' || orphaned FROM minhash_index_check('app.docs')"; }
+check() { psql -d "$db" -Atc "SELECT missing || '/' || orphaned FROM minhash_index_check('app.docs')"; }
 [ "$(check)" = "0/0" ] || { echo "upgrade: index not exact before the update: $(check)"; exit 1; }
-psql -d upgraded -c 'ALTER EXTENSION pg_minhash UPDATE'
-version=$(psql -d upgraded -Atc "SELECT extversion FROM pg_extension WHERE extname = 'pg_minhash'")
+psql -d "$db" -c 'ALTER EXTENSION pg_minhash UPDATE'
+version=$(psql -d "$db" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'pg_minhash'")
 [ "$version" = "$CURRENT" ] || { echo "upgrade: version is $version, not $CURRENT"; exit 1; }
 
 # (a) same objects as a fresh install
-psql -d fresh -c 'CREATE EXTENSION pg_minhash' -c 'CREATE SCHEMA app'
-dump() {
-    as_postgres "$PG_BIN/pg_dump" -h "$PGHOST" -p "$PGPORT" -U postgres --schema-only \
-        --binary-upgrade --exclude-schema=app "$1" |
-        grep -v -e 'binary_upgrade_set_next_' -e '^-- Dumped' -e '^\\restrict' -e '^\\unrestrict' \
-            -e 'relfrozenxid' -e '^-- set missing value' -e 'binary_upgrade_set_missing_value' -e '^$' |
-        sed -E 's/[0-9]{4,}/OID/g'
-}
-dump upgraded > "$tmp/upgraded.sql"
-dump fresh > "$tmp/fresh.sql"
+dump "$db" > "$tmp/upgraded.sql"
 if ! diff -u "$tmp/fresh.sql" "$tmp/upgraded.sql"; then
-    echo "upgrade: the updated extension differs from a fresh install (diff above)"
+    echo "upgrade: the extension updated from $PREVIOUS differs from a fresh install (diff above)"
     exit 1
 fi
-[ "$(grep -c 'ALTER EXTENSION pg_minhash ADD' "$tmp/fresh.sql")" -gt 30 ] ||
-    { echo "upgrade: the dump shows no extension members"; exit 1; }
 
-# (b) the index 0.1.0 built keeps working
+# (b) the index the old release built keeps working
 [ "$(check)" = "0/0" ] || { echo "upgrade: index not exact after the update: $(check)"; exit 1; }
-psql -d upgraded <<'SQL'
+psql -d "$db" <<'SQL'
 INSERT INTO app.docs (id, body)
 SELECT i, 'document ' || i || ' about ' || md5(i::text) || ' and ' || md5((i * 7)::text)
 FROM generate_series(2001, 2100) i;
@@ -99,10 +93,20 @@ INSERT INTO app.docs (id, body)
 SELECT 5000, body || '!' FROM app.docs WHERE id = 1234;
 SQL
 [ "$(check)" = "0/0" ] || { echo "upgrade: index not exact after new writes: $(check)"; exit 1; }
-flagged=$(psql -d upgraded -Atc 'SELECT duplicate_of FROM app.docs WHERE id = 5000')
-similar=$(psql -d upgraded -Atc "SELECT string_agg(id::text, ',' ORDER BY id)
+flagged=$(psql -d "$db" -Atc 'SELECT duplicate_of FROM app.docs WHERE id = 5000')
+similar=$(psql -d "$db" -Atc "SELECT string_agg(id::text, ',' ORDER BY id)
     FROM minhash_similar('app.docs', (SELECT body FROM app.docs WHERE id = 1234))")
 [ "$flagged" = 1234 ] || { echo "upgrade: the flag trigger flagged '$flagged', not 1234"; exit 1; }
 [ "$similar" = "1234,5000" ] || { echo "upgrade: minhash_similar found '$similar'"; exit 1; }
 echo "upgrade: $PREVIOUS -> $CURRENT: schema equals a fresh install's," \
      "index checks 0/0 before and after writes, flag trigger and lookups work"
+}
+
+psql -d postgres -c 'CREATE DATABASE fresh'
+psql -d fresh -c 'CREATE EXTENSION pg_minhash' -c 'CREATE SCHEMA app'
+dump fresh > "$tmp/fresh.sql"
+[ "$(grep -c 'ALTER EXTENSION pg_minhash ADD' "$tmp/fresh.sql")" -gt 30 ] ||
+    { echo "upgrade: the dump shows no extension members"; exit 1; }
+for release in $RELEASES; do
+    upgrade_from "$release"
+done

@@ -37,9 +37,8 @@ INSERT INTO strict VALUES (1, 'How do I reverse a string in Python?');
 SELECT pg_temp.fields($$INSERT INTO strict VALUES (2, 'how do I reverse a string in python')$$);
 SELECT * FROM health;
 
--- A row that ON CONFLICT does not insert leaves no band rows behind once the transaction
--- commits (until then they are there, and minhash_index_check counts them as orphaned); nor does
--- one that ON CONFLICT turns into an update.
+-- A row that ON CONFLICT does not insert leaves no band rows behind once its statement ends;
+-- nor does one that ON CONFLICT turns into an update.
 BEGIN;
 INSERT INTO flagged VALUES (1, 'A text that is never inserted at all') ON CONFLICT (id) DO NOTHING;
 SELECT * FROM health;

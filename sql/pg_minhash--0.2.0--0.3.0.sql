@@ -1,0 +1,449 @@
+-- pg_minhash 0.2.0 -> 0.3.0. Run by ALTER EXTENSION pg_minhash UPDATE; never edited once
+-- released (a change is a new upgrade script). Indexes, band tables and their triggers stay as
+-- they are; the functions replaced keep their OIDs, which the triggers reference.
+\echo Use "ALTER EXTENSION pg_minhash UPDATE TO '0.3.0'" to load this file. \quit
+
+-- A trigger's arguments are read whatever their characters (a band table named in a flag
+-- trigger's arguments with non-ASCII characters is a dependency); only the extension's own sync
+-- triggers are dropped by name; the partition list the catalog keeps is input: a table it names
+-- is touched only if the index's owner has its owner's rights and no index covers it; a band
+-- table follows its table's SET LOGGED / SET UNLOGGED and keeps its persistence.
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_trigger_args(trigger oid)
+RETURNS text[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- (tgargs: the arguments' bytes, each ended by a zero byte, split at those bytes)
+    SELECT coalesce(array_agg(convert_from(substring(t.tgargs FROM z.start FOR z.stop - z.start), 'UTF8')
+                              ORDER BY z.stop), '{}')
+    FROM pg_trigger t
+    CROSS JOIN LATERAL (
+        SELECT lag(i, 1, -1) OVER (ORDER BY i) + 2 AS start, i + 1 AS stop
+        FROM generate_series(0, length(t.tgargs) - 1) i
+        WHERE get_byte(t.tgargs, i) = 0) z
+    WHERE t.oid = trigger
+$$;
+
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_sync_triggers(rel regclass, adding boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    trg record;
+    citus boolean := (minhash_internal._minhash_citus_table(rel)).kind IS NOT NULL;
+    args text := '';
+    unsafe_triggers text;
+BEGIN
+    IF citus THEN
+        -- Citus makes each trigger on every shard of the table too, where it fires on the
+        -- workers, which have no catalog rows: its arguments carry the catalog rows of the
+        -- table's indexes (src/index/citus.rs), so they are made again whenever those change.
+        -- Citus asks for citus.enable_unsafe_triggers to make triggers on its tables (README,
+        -- "Scaling out with Citus"), here only.
+        SELECT coalesce(string_agg(quote_literal(a), ', '), '') INTO args
+        FROM unnest(minhash_internal._minhash_citus_args(rel)) a;
+        unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+        PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    END IF;
+    FOR trg IN
+        SELECT * FROM (VALUES
+            ('minhash_sync_insert', 'INSERT', 'REFERENCING NEW TABLE AS new_rows'),
+            ('minhash_sync_update', 'UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows'),
+            ('minhash_sync_delete', 'DELETE', 'REFERENCING OLD TABLE AS old_rows'),
+            ('minhash_sync_truncate', 'TRUNCATE', '')) t(name, event, transition)
+    LOOP
+        IF adding
+           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
+                       AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+                       AND (NOT citus OR minhash_internal._minhash_trigger_args(t.oid)
+                                         = minhash_internal._minhash_citus_args(rel))) THEN
+            CONTINUE;
+        END IF;
+        IF (citus OR NOT adding)
+           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
+                       AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure) THEN
+            EXECUTE format('DROP TRIGGER %I ON %s', trg.name, rel);
+        END IF;
+        IF adding THEN
+            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s
+                            FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
+                           trg.name, trg.event, rel, trg.transition, args);
+        END IF;
+    END LOOP;
+    IF citus THEN
+        PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+    END IF;
+END $$;
+
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    trg text;
+    flags text[];
+BEGIN
+    tbl := cfg.tbl;
+    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
+        RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- Readers and writers of the table go first, then nothing can hold the band table: each
+    -- of them takes the table before the band table, so dropping both cannot deadlock.
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
+    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
+      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''),
+                   (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table))
+          = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
+    IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
+        RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  DETAIL = (SELECT string_agg(format('trigger %s on table %s depends on it', f, tbl), E'\n')
+                            FROM unnest(flags) f),
+                  HINT = format('Drop the triggers first, or use minhash_index_drop(%L, cascade => true) to drop them too.', tbl);
+    END IF;
+    FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
+        RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
+        -- (Citus drops a trigger of its tables only with citus.enable_unsafe_triggers on)
+        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+            PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+        END IF;
+        EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
+    END LOOP;
+    -- (the catalog row first: a band table dropped while its row names it is refused below)
+    DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
+    PERFORM minhash_internal._minhash_drop_objects(cfg);
+    IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
+        PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
+        PERFORM minhash_internal._minhash_sync_triggers(p, false)
+        FROM minhash_internal._minhash_partitions(tbl) p;
+    ELSIF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+        -- (the triggers on the shards carry the catalog rows of the indexes left)
+        PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
+    END IF;
+END $$;
+
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_tree_changed(cfg @extschema@.minhash_indexes, dropped oid[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tree regclass[] := ARRAY(SELECT minhash_internal._minhash_partitions(cfg.tbl));
+    kept oid[] := coalesce(cfg.partitions::oid[], '{}');
+    member regclass;
+BEGIN
+    IF tree::oid[] = kept THEN
+        RETURN;
+    END IF;
+    -- joined: parents before their partitions
+    FOR member IN SELECT t FROM unnest(tree) WITH ORDINALITY u(t, n) WHERE t <> ALL (kept) ORDER BY n LOOP
+        PERFORM minhash_internal._minhash_sync_triggers(member, true);
+        IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
+            PERFORM minhash_internal._minhash_backfill(cfg.band_table, member);
+        END IF;
+    END LOOP;
+    -- left, still there (detached): the band rows of their rows go. The list of the tree the
+    -- catalog keeps is input (the table's owner may write it): a table it names is touched only
+    -- if it belongs to a role whose rights the index's owner has, and no index covers it now
+    -- (as an indexed table or a partition of one).
+    FOR member IN
+        SELECT k::regclass FROM unnest(kept) k JOIN pg_class c ON c.oid = k
+        WHERE k <> ALL (tree::oid[]) AND k <> ALL (coalesce(dropped, '{}'))
+          AND pg_has_role((SELECT t.relowner FROM pg_class t WHERE t.oid = cfg.tbl), c.relowner, 'USAGE')
+          AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                          WHERE i.tbl = coalesce(pg_partition_root(k), k))
+    LOOP
+        IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
+            PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
+                'WITH gone AS (%s), d AS (DELETE FROM %s b USING gone g
+                     WHERE b.key OPERATOR(pg_catalog.=) g.key AND b.id OPERATOR(pg_catalog.=) g.id
+                     RETURNING 1)
+                 SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM d',
+                minhash_internal._minhash_band_rows_sql(cfg, member::text), cfg.band_table));
+        END IF;
+        PERFORM minhash_internal._minhash_sync_triggers(member, false);
+    END LOOP;
+    -- left, dropped: their rows are gone with them
+    IF kept && dropped THEN
+        BEGIN
+            PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
+                'WITH d AS (DELETE FROM %s b WHERE NOT EXISTS (SELECT FROM %s t
+                     WHERE t.%I OPERATOR(pg_catalog.=) b.id) RETURNING 1)
+                 SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM d',
+                cfg.band_table, cfg.tbl, cfg.id_column));
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE WARNING 'the minhash index of % keeps the band rows of the dropped partition: %',
+                cfg.tbl, SQLERRM
+                USING HINT = format('Its owner can remove them with minhash_index_rebuild(%L).', cfg.tbl);
+        END;
+    END IF;
+    UPDATE @extschema@.minhash_indexes i SET partitions = tree WHERE i.band_table = cfg.band_table;
+END $$;
+
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_ddl()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+    bad name;
+    table_owner oid;
+    dropped_name text;
+    inherited regclass;
+    band_id regtype;
+    problem text;
+    persistence "char";
+BEGIN
+    IF NOT has_schema_privilege('@extschema@'::regnamespace, 'USAGE') THEN
+        RETURN;  -- a role that cannot reach the extension cannot have made an index
+    END IF;
+    IF TG_EVENT = 'ddl_command_end' AND TG_TAG IN ('CREATE TRIGGER', 'ALTER TRIGGER') THEN
+        -- A sync trigger of an indexed table fires by its name: a new name would leave the
+        -- table unindexed (Citus's citus_add_local_table_to_metadata renames the table's
+        -- triggers so, as it turns the table into a shard of a Citus local table).
+        SELECT t.tgrelid INTO inherited
+        FROM pg_event_trigger_ddl_commands() c JOIN pg_trigger t ON t.oid = c.objid
+        WHERE TG_TAG = 'ALTER TRIGGER' AND c.classid = 'pg_trigger'::regclass
+          AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+          AND EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                      WHERE i.tbl = coalesce(pg_partition_root(t.tgrelid), t.tgrelid))
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'the triggers of the minhash index of table % cannot be renamed', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'citus_add_local_table_to_metadata() and foreign keys between a '
+                               'reference table and a local table rename them so.',
+                      HINT = 'Drop the index first with minhash_index_drop(), and create it again '
+                             'afterwards.';
+        END IF;
+        -- A table dropped with its index in this transaction, made again under its name with
+        -- its sync triggers, as Citus's undistribute_table(), alter_distributed_table() and
+        -- alter_table_set_access_method() do: the triggers would fire with no index.
+        SELECT t.tgrelid INTO inherited
+        FROM pg_event_trigger_ddl_commands() c JOIN pg_trigger t ON t.oid = c.objid
+        WHERE TG_TAG = 'CREATE TRIGGER' AND c.classid = 'pg_trigger'::regclass
+          AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
+          AND (pg_identify_object('pg_class'::regclass, t.tgrelid, 0)).identity
+              = ANY (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[])
+          AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
+                          WHERE i.tbl = coalesce(pg_partition_root(t.tgrelid), t.tgrelid))
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'table % was made again without the minhash index it had', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'undistribute_table(), alter_distributed_table() and '
+                               'alter_table_set_access_method() of Citus make a table again '
+                               'so, and do not carry a minhash index over.',
+                      HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                    'create it again afterwards.', inherited);
+        END IF;
+        RETURN;
+    END IF;
+    IF TG_EVENT = 'ddl_command_end' THEN
+        IF '@extschema@.minhash_indexes'::regclass IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c) THEN
+            PERFORM minhash_internal._minhash_relink();
+        END IF;
+        -- CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT and ATTACH PARTITION
+        SELECT i.tbl INTO inherited FROM @extschema@.minhash_indexes i JOIN pg_class c ON c.oid = i.tbl
+        WHERE c.relispartition
+           OR c.relkind = 'r' AND EXISTS (SELECT FROM pg_inherits h
+                                          WHERE h.inhrelid = i.tbl OR h.inhparent = i.tbl)
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'table % has a minhash index and cannot take part in inheritance or become a partition', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = format('Drop the index first with minhash_index_drop(%L).', inherited);
+        END IF;
+        -- (CREATE TABLE ... PARTITION OF names the partition, ATTACH and DETACH its parent)
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE i.partitions IS NOT NULL
+              AND i.tbl IN (SELECT coalesce(pg_partition_root(c.objid), c.objid)
+                            FROM pg_event_trigger_ddl_commands() c
+                            WHERE c.classid = 'pg_class'::regclass)
+        LOOP
+            PERFORM minhash_internal._minhash_tree_changed(cfg, NULL);
+        END LOOP;
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE i.tbl IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
+                            WHERE c.classid = 'pg_class'::regclass)
+        LOOP
+            SELECT a.atttypid INTO band_id FROM pg_attribute a
+            WHERE a.attrelid = cfg.band_table AND a.attname = 'id' AND NOT a.attisdropped;
+            SELECT CASE WHEN NOT coalesce(bool_or(a.attname = cfg.id_column AND
+                             CASE WHEN band_id = 'bigint'::regtype
+                                  THEN a.atttypid IN ('smallint'::regtype, 'integer'::regtype,
+                                                      'bigint'::regtype)
+                                  ELSE a.atttypid = band_id END), false)
+                        THEN cfg.id_column
+                        WHEN cfg.text_column IS NOT NULL
+                             AND NOT coalesce(bool_or(a.attname = cfg.text_column AND a.atttypid IN
+                             ('text'::regtype, 'character varying'::regtype)
+                             AND a.attgenerated <> 'v'), false)
+                        THEN cfg.text_column END
+            INTO bad
+            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attnum > 0 AND NOT a.attisdropped;
+            IF bad IS NOT NULL THEN
+                RAISE EXCEPTION 'the minhash index of table % reads column "%"', cfg.tbl, bad
+                    USING ERRCODE = 'dependent_objects_still_exist',
+                          DETAIL = format('Its id column "%s" must keep its type (%s) and its '
+                                          'text column "%s" stay text or character varying '
+                                          '(not virtual generated), under these names.',
+                                          cfg.id_column,
+                                          CASE WHEN band_id = 'bigint'::regtype
+                                               THEN 'smallint, integer or bigint'
+                                               ELSE format_type(band_id, NULL) END,
+                                          cfg.text_column),
+                          HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                        'create it again afterwards.', cfg.tbl);
+            END IF;
+            -- a text expression must still read the same columns, with the same meaning
+            IF cfg.text_expression IS NOT NULL THEN
+                BEGIN
+                    problem := CASE WHEN minhash_internal._minhash_text_expression(cfg.tbl, cfg.text_expression)
+                                         IS DISTINCT FROM cfg.text_expression
+                                    THEN 'would read differently' END;
+                EXCEPTION WHEN OTHERS THEN
+                    problem := 'fails: ' || SQLERRM;
+                END;
+                IF problem IS NOT NULL THEN
+                    RAISE EXCEPTION 'the minhash index of table % reads columns this changes', cfg.tbl
+                        USING ERRCODE = 'dependent_objects_still_exist',
+                              DETAIL = format('Its text expression %s %s.', cfg.text_expression, problem),
+                              HINT = format('Drop the index first with minhash_index_drop(%L), and '
+                                            'create it again afterwards.', cfg.tbl);
+                END IF;
+            END IF;
+            -- ALTER TABLE ... OWNER TO: the band table follows its table's owner (the sync
+            -- trigger writes it as that owner and refuses a band table of anyone else)
+            SELECT t.relowner INTO table_owner FROM pg_class t WHERE t.oid = cfg.tbl;
+            IF EXISTS (SELECT FROM pg_class b WHERE b.oid = cfg.band_table
+                       AND b.relowner <> table_owner) THEN
+                EXECUTE format('ALTER TABLE %s OWNER TO %I', cfg.band_table,
+                               pg_get_userbyid(table_owner));
+            END IF;
+            -- ALTER TABLE ... SET LOGGED / SET UNLOGGED: so does the band table (a crash then
+            -- empties both or neither)
+            SELECT t.relpersistence INTO persistence FROM pg_class t
+            WHERE t.oid = cfg.tbl AND t.relkind = 'r'
+              AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL;
+            IF EXISTS (SELECT FROM pg_class b WHERE b.oid = cfg.band_table
+                       AND b.relpersistence <> persistence) THEN
+                EXECUTE format('ALTER TABLE %s SET %s', cfg.band_table,
+                               CASE persistence WHEN 'u' THEN 'UNLOGGED' ELSE 'LOGGED' END);
+            END IF;
+        END LOOP;
+        -- A band table keeps its table's persistence.
+        SELECT i.band_table INTO inherited FROM @extschema@.minhash_indexes i
+        JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
+        WHERE i.band_table IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
+                               WHERE c.classid = 'pg_class'::regclass)
+          AND t.relkind = 'r' AND b.relpersistence <> t.relpersistence
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'band table % must keep the persistence of its table', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'ALTER TABLE ... SET LOGGED or SET UNLOGGED the indexed table: its band table follows.';
+        END IF;
+        -- The sync triggers on the shards of a Citus table name it and its band tables
+        -- (_minhash_citus_args): a new name or schema for either would leave them naming
+        -- what is gone.
+        FOR cfg IN
+            SELECT i.* FROM @extschema@.minhash_indexes i
+            WHERE EXISTS (SELECT FROM pg_event_trigger_ddl_commands() c
+                          WHERE c.classid = 'pg_class'::regclass AND c.objid IN (i.tbl, i.band_table))
+              AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NOT NULL
+              AND minhash_internal._minhash_citus_args(i.tbl) IS DISTINCT FROM
+                  (SELECT minhash_internal._minhash_trigger_args(t.oid) FROM pg_trigger t
+                   WHERE t.tgrelid = i.tbl AND t.tgname = 'minhash_sync_insert')
+        LOOP
+            RAISE EXCEPTION 'Citus table % and its minhash band table % cannot be renamed or moved',
+                cfg.tbl, cfg.band_table
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = format('Drop the index first with minhash_index_drop(%L), and create it '
+                                    'again afterwards.', cfg.tbl);
+        END LOOP;
+        RETURN;
+    END IF;
+    -- A band table dropped without its table takes its index along, as DROP INDEX would
+    -- (pg_restore --clean drops the band table before its table): its sync triggers and
+    -- catalog row go, so writes to the table go on unindexed (a duplicate trigger that uses
+    -- the index refuses the drop, as minhash_index_drop does). The band table of a Citus
+    -- table goes only with its index or its table: Citus's table conversions
+    -- (alter_distributed_table(), undistribute_table()) of a band table alone would leave
+    -- its shard triggers naming a table that is gone.
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.band_table IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                               WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          AND EXISTS (SELECT FROM pg_class c WHERE c.oid = i.tbl)
+          AND i.tbl NOT IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+            RAISE EXCEPTION 'the band table of the minhash index of Citus table % cannot be dropped or converted on its own', cfg.tbl
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = format('Drop the index with minhash_index_drop(%L).', cfg.tbl);
+        END IF;
+        SELECT d.object_name INTO dropped_name FROM pg_event_trigger_dropped_objects() d
+        WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.band_table AND d.objsubid = 0;
+        SELECT t.tgname INTO bad FROM pg_trigger t
+        WHERE t.tgrelid = cfg.tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
+          AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''), dropped_name)
+              = dropped_name
+        LIMIT 1;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION 'cannot drop table % because trigger % on table % uses its minhash index',
+                dropped_name, bad, cfg.tbl
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = format('Drop the trigger first, or the index and the trigger with '
+                                    'minhash_index_drop(%L, cascade => true).', cfg.tbl);
+        END IF;
+        RAISE NOTICE 'drop cascades to the minhash index of table %', cfg.tbl;
+        PERFORM @extschema@.minhash_index_drop(cfg.band_table);
+    END LOOP;
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.tbl IN (SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        -- (for the CREATE TRIGGER check above, till the end of the transaction)
+        PERFORM set_config('minhash_internal.dropped_tables',
+            (coalesce(nullif(current_setting('minhash_internal.dropped_tables', true), ''), '{}')::text[]
+             || (SELECT d.object_identity FROM pg_event_trigger_dropped_objects() d
+                 WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0))::text,
+            true);
+        BEGIN
+            PERFORM minhash_internal._minhash_drop_objects(cfg);
+        EXCEPTION WHEN insufficient_privilege THEN
+            -- (the dropped table's regclass prints as a bare OID)
+            SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
+            WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0;
+            RAISE WARNING 'the minhash index of dropped table % was left behind: %',
+                dropped_name, SQLERRM
+                USING HINT = format('Its owner can drop %s.', cfg.band_table);
+        END;
+        DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
+    END LOOP;
+    FOR cfg IN
+        SELECT i.* FROM @extschema@.minhash_indexes i
+        WHERE i.partitions::oid[] && ARRAY(SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                                         WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+    LOOP
+        PERFORM minhash_internal._minhash_tree_changed(cfg, ARRAY(
+            SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+    END LOOP;
+END $$;
