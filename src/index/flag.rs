@@ -13,12 +13,15 @@ use pgrx::{PgLogLevel, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
+use crate::pg::compat;
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 use crate::sql::interrupts;
 
-use super::catalog::{ambiguous, indexed_table, refuse_newer_index, trigger_args, IndexConfig};
+use super::catalog::{
+    ambiguous, indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT,
+};
 
 use super::citus::{nested_execution, sync_trigger_args, Shard};
 use super::extension::Extension;
@@ -373,6 +376,13 @@ fn minhash_flag_duplicate<'a>(
         // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
         // `find`.
         let text = unsafe { cfg.text.reader(fired_on, tupdesc) };
+        // the columns the check reads: no trigger may change them after it
+        let read: Vec<usize> = std::iter::once(cfg.id_column.as_str())
+            .chain(cfg.text.columns())
+            .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
+            .collect();
+        // SAFETY: the firing relation and trigger.
+        unsafe { check_fires_last(data.tg_relation, trigger.trigger(), op, &read) };
         // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described
         // by its descriptor.
         let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
@@ -384,6 +394,18 @@ fn minhash_flag_duplicate<'a>(
         }
         let mode = mode.unwrap_or_else(|| {
             let (attno, typid, typmod) = column(tupdesc, fired_on, arg(0).unwrap_or(""), FLAG_HINT);
+            if read.contains(&attno) {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!(
+                        "minhash_flag_duplicate() cannot write the original's id into column \
+                         \"{}\", which the minhash index of {} reads",
+                        arg(0).unwrap_or(""),
+                        regclass_name(tbl)
+                    ),
+                    Some(FLAG_HINT.into()),
+                );
+            }
             FlagMode::Flag(attno, typid, typmod)
         });
         let threshold = arg(1)
@@ -522,6 +544,73 @@ fn minhash_flag_duplicate<'a>(
             // SAFETY: `datum` was made by the input function of the column's own type.
             unsafe { new.set_by_index_unchecked(attno, datum) };
             Ok(Some(new))
+        }
+    }
+}
+
+/// Raises 55000 unless trigger `me` fires after every other BEFORE ROW trigger of `rel` for
+/// event `op` that could change the row (PostgreSQL fires them in the order of their names), so
+/// that the check sees the row as it will be stored, as an exclusion constraint does. Other
+/// duplicate triggers that come later are let through when they write a column that is not in
+/// `read` (the attribute numbers of the columns this check reads).
+///
+/// # Safety
+/// `rel` is the firing relation and `me` the firing trigger.
+unsafe fn check_fires_last(rel: pg_sys::Relation, me: &pg_sys::Trigger, op: u32, read: &[usize]) {
+    let event = if op == pg_sys::TRIGGER_EVENT_INSERT {
+        pg_sys::TRIGGER_TYPE_INSERT
+    } else {
+        pg_sys::TRIGGER_TYPE_UPDATE
+    };
+    let rejects = |args: &[String]| args.get(2).map(String::as_str) == Some("reject");
+    // SAFETY: per the contract: the relation's trigger descriptor, sorted by name as
+    // PostgreSQL fires them; each trigger's name and arguments are C strings.
+    unsafe {
+        let desc = (*rel).trigdesc;
+        if desc.is_null() {
+            return;
+        }
+        let triggers = std::slice::from_raw_parts((*desc).triggers, (*desc).numtriggers as usize);
+        let Some(mine) = triggers.iter().position(|t| t.tgoid == me.tgoid) else {
+            return;
+        };
+        let tupdesc = (*rel).rd_att;
+        let later = triggers[mine + 1..].iter().find(|t| {
+            let kind = u32::from(t.tgtype as u16);
+            let fires = t.tgenabled as u8 != pg_sys::TRIGGER_DISABLED
+                && kind & pg_sys::TRIGGER_TYPE_ROW != 0
+                && kind & pg_sys::TRIGGER_TYPE_BEFORE != 0
+                && kind & event != 0;
+            let harmless = t.tgfoid == me.tgfoid && {
+                let args = trigger_args(t);
+                rejects(&args)
+                    || compat::attributes(tupdesc)
+                        .iter()
+                        .position(|a| {
+                            !a.attisdropped
+                                && Some(pgrx::name_data_to_str(&a.attname))
+                                    == args.first().map(String::as_str)
+                        })
+                        .is_none_or(|i| !read.contains(&(i + 1)))
+            };
+            fires && !harmless
+        });
+        if let Some(later) = later {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "trigger \"{}\" fires after minhash_flag_duplicate() trigger \"{}\" on {}",
+                    std::ffi::CStr::from_ptr(later.tgname).to_string_lossy(),
+                    std::ffi::CStr::from_ptr(me.tgname).to_string_lossy(),
+                    regclass_name((*rel).rd_id)
+                ),
+                Some(
+                    "The duplicate check must see the row as it will be stored: BEFORE triggers \
+                     fire in the order of their names, so give the duplicate trigger a name \
+                     that sorts after the others."
+                        .into(),
+                ),
+            );
         }
     }
 }

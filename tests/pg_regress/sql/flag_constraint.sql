@@ -47,8 +47,9 @@ INSERT INTO flagged VALUES (3, 'Which is the capital of France?')
 ON CONFLICT (id) DO UPDATE SET body = excluded.body || ' (edited)' RETURNING *;
 SELECT * FROM health;
 
--- A BEFORE trigger that fires after the flag trigger (names sort) may skip the row or change
--- its text: the band rows follow the row that is written.
+-- The duplicate check sees the row as it will be stored, as an exclusion constraint does: a
+-- BEFORE trigger that would fire after it (triggers fire in the order of their names) and could
+-- change the row makes it refuse to fire (55000), whatever that trigger does.
 CREATE FUNCTION pg_temp.skip_or_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.body LIKE 'skip%' THEN
@@ -57,16 +58,50 @@ BEGIN
     IF NEW.body LIKE 'change%' THEN
         NEW.body := 'Completely different words about gardening tomatoes';
     END IF;
+    IF NEW.body LIKE 'copy%' THEN
+        NEW.body := 'How do I reverse a string in Python?';
+    END IF;
+    IF NEW.body LIKE 'renumber%' THEN
+        NEW.id := NEW.id + 1000;
+    END IF;
     RETURN NEW;
 END $$;
 CREATE TRIGGER zz_after_flag BEFORE INSERT OR UPDATE ON flagged
     FOR EACH ROW EXECUTE FUNCTION pg_temp.skip_or_change();
+\set VERBOSITY default
+INSERT INTO flagged VALUES (10, 'skip this row, it never arrives');
+\set VERBOSITY terse
+-- One that fires before it may skip the row or change it: the check sees what is written, and
+-- the band rows follow it.
+ALTER TRIGGER zz_after_flag ON flagged RENAME TO aa_before_flag;
 INSERT INTO flagged VALUES (10, 'skip this row, it never arrives'),
                            (11, 'change this row before it is written');
 SELECT id, body FROM flagged WHERE id >= 10;
 SELECT count(*) AS similar_to_written FROM minhash_similar('flagged', 'Completely different words about gardening tomatoes');
+CREATE TRIGGER aa_before_strict BEFORE INSERT OR UPDATE ON strict
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.skip_or_change();
+SELECT try($$INSERT INTO strict VALUES (12, 'copy: a text that becomes a duplicate')$$);
+SELECT try($$INSERT INTO strict VALUES (13, 'renumber: How do I reverse a string in Python??')$$);
+SELECT id FROM strict WHERE id > 10;
 SELECT * FROM health;
-DROP TRIGGER zz_after_flag ON flagged;
+DROP TRIGGER aa_before_flag ON flagged;
+DROP TRIGGER aa_before_strict ON strict;
+-- Another duplicate trigger that writes a column the check does not read may come after it.
+CREATE TRIGGER zz_second_flag BEFORE INSERT ON flagged
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
+INSERT INTO flagged VALUES (14, 'Which is the capital of France??');
+SELECT id, duplicate_of FROM flagged WHERE id = 14;
+DROP TRIGGER zz_second_flag ON flagged;
+-- The flag column may be neither the id nor the text column.
+CREATE TABLE flag_targets (id bigint PRIMARY KEY, body text);
+SELECT minhash_index_create('flag_targets', 'id', 'body') IS NOT NULL AS created;
+CREATE TRIGGER flag_into_id BEFORE INSERT ON flag_targets
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('id');
+SELECT try($$INSERT INTO flag_targets VALUES (1, 'some text')$$);
+DROP TRIGGER flag_into_id ON flag_targets;
+CREATE TRIGGER flag_into_text BEFORE INSERT ON flag_targets
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('body');
+SELECT try($$INSERT INTO flag_targets VALUES (1, 'some text')$$);
 
 -- A savepoint rolled back takes the row and its band rows; the same row written again after
 -- it is indexed once.
@@ -94,4 +129,4 @@ SELECT try($$INSERT INTO flagged VALUES (40, 'Where can I buy cheap train ticket
 SELECT count(*) AS rows_40 FROM flagged WHERE id = 40;
 
 DROP VIEW health;
-DROP TABLE flagged, strict;
+DROP TABLE flagged, strict, flag_targets;
