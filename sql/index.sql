@@ -1290,50 +1290,75 @@ BEGIN
     RETURN true;
 END $$;
 
+-- minhash_duplicates streams its pairs: it is an SQL function PostgreSQL inlines into the
+-- calling query (no SET clause, not STRICT: a subquery, not a function scan that would hold the
+-- whole result), and _minhash_search_pairs makes one pair per call in its target list
+-- (OFFSET 0 keeps it there), so `LIMIT 10` stops after ten pairs. Every name in it is
+-- schema-qualified: the body is parsed with the caller's search path.
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
 RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
+        SELECT minhash_internal._minhash_search_pairs(
+                   minhash_internal._minhash_rows_sql(c, false, false, NULL), c.k, c.ngram,
+                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
+        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
+        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
+        OFFSET 0) s
+    UNION ALL
+    SELECT p.id_a::pg_catalog.int8, p.id_b::pg_catalog.int8, p.similarity
+    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
+    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+    CROSS JOIN LATERAL minhash_internal._minhash_citus_pairs(c, q.threshold) p
+    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
+$$;
+
+-- The pairs of a Citus table's index for the typed minhash_duplicates, ids in id_type's type.
+CREATE FUNCTION minhash_internal._minhash_citus_keyed_pairs(cfg @extschema@.minhash_indexes,
+    id_type anyelement, threshold float8)
+RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
 BEGIN
-    PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_duplicates');
-    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
-                                                           cfg.rows_per_band);
-    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
-        RETURN QUERY SELECT p.id_a::bigint, p.id_b::bigint, p.similarity
-                     FROM minhash_internal._minhash_citus_pairs(cfg, threshold) p;
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_pairs(
-        minhash_internal._minhash_rows_sql(cfg, false, false, NULL), cfg.k, cfg.ngram, cfg.unit,
-        cfg.bands, cfg.rows_per_band, threshold);
+    RETURN QUERY EXECUTE format(
+        'SELECT p.id_a::%1$s, p.id_b::%1$s, p.similarity
+         FROM minhash_internal._minhash_citus_pairs($1, $2) p', pg_typeof(id_type))
+    USING cfg, threshold;
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
     threshold float8 DEFAULT NULL)
 RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-BEGIN
-    PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_duplicates');
-    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
-                                                           cfg.rows_per_band);
-    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
-        RETURN QUERY EXECUTE format(
-            'SELECT p.id_a::%1$s, p.id_b::%1$s, p.similarity
-             FROM minhash_internal._minhash_citus_pairs($1, $2) p', pg_typeof(id_type))
-        USING cfg, threshold;
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_pairs(id_type,
-        minhash_internal._minhash_rows_sql(cfg, true, false, NULL), cfg.k, cfg.ngram, cfg.unit,
-        cfg.bands, cfg.rows_per_band, threshold);
-END $$;
+    SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
+        SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.id_type,
+                   minhash_internal._minhash_rows_sql(c, true, false, NULL), c.k, c.ngram,
+                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
+        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
+                   c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
+        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
+        OFFSET 0) s
+    UNION ALL
+    SELECT p.id_a, p.id_b, p.similarity
+    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
+               c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
+    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+    CROSS JOIN LATERAL minhash_internal._minhash_citus_keyed_pairs(c, minhash_duplicates.id_type, q.threshold) p
+    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
+$$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
     mode text DEFAULT 'connected', priority text DEFAULT NULL)

@@ -447,3 +447,72 @@ BEGIN
             WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
     END LOOP;
 END $$;
+
+
+-- minhash_duplicates streams its pairs: SQL functions PostgreSQL inlines into the calling query.
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
+RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
+        SELECT minhash_internal._minhash_search_pairs(
+                   minhash_internal._minhash_rows_sql(c, false, false, NULL), c.k, c.ngram,
+                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
+        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
+        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
+        OFFSET 0) s
+    UNION ALL
+    SELECT p.id_a::pg_catalog.int8, p.id_b::pg_catalog.int8, p.similarity
+    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
+    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+    CROSS JOIN LATERAL minhash_internal._minhash_citus_pairs(c, q.threshold) p
+    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
+$$;
+
+
+CREATE FUNCTION minhash_internal._minhash_citus_keyed_pairs(cfg @extschema@.minhash_indexes,
+    id_type anyelement, threshold float8)
+RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT p.id_a::%1$s, p.id_b::%1$s, p.similarity
+         FROM minhash_internal._minhash_citus_pairs($1, $2) p', pg_typeof(id_type))
+    USING cfg, threshold;
+END $$;
+
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
+    threshold float8 DEFAULT NULL)
+RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
+        SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.id_type,
+                   minhash_internal._minhash_rows_sql(c, true, false, NULL), c.k, c.ngram,
+                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
+        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
+                   c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
+        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
+        OFFSET 0) s
+    UNION ALL
+    SELECT p.id_a, p.id_b, p.similarity
+    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
+    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
+               c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
+    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
+               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+    CROSS JOIN LATERAL minhash_internal._minhash_citus_keyed_pairs(c, minhash_duplicates.id_type, q.threshold) p
+    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
+$$;

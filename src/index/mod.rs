@@ -309,10 +309,14 @@ fn for_each_batch(
     rows_query: &str,
     mut f: impl FnMut(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
 ) {
-    let mut cursor_name = Spi::connect(|client| {
-        client
-            .try_open_cursor(rows_query, &[])
-            .map(|cursor| cursor.detach_into_name())
+    // (the query names everything it reads as the extension's SQL does, whatever the
+    // caller's search path)
+    let mut cursor_name = owner::with_safe_search_path(|| {
+        Spi::connect(|client| {
+            client
+                .try_open_cursor(rows_query, &[])
+                .map(|cursor| cursor.detach_into_name())
+        })
     })
     .unwrap_or_else(|e| spi_failed(e));
     loop {

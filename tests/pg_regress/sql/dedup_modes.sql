@@ -180,5 +180,22 @@ SELECT try(q) FROM unnest(ARRAY[
 -- NULL arrays: no rows (the functions are STRICT)
 SELECT count(*) FROM minhash_duplicates(NULL::int[], ARRAY['a']);
 
-DROP TABLE chain, posts, docs;
+-- minhash_duplicates streams: 5,000 copies of one text make 12,497,500 pairs, and LIMIT 10
+-- reads ten of them, without a temporary file (the limit below would refuse one), in FROM and
+-- in the typed form alike.
+CREATE TABLE copies (id bigint PRIMARY KEY, key text UNIQUE, body text);
+INSERT INTO copies SELECT g, 'k' || g, 'the very same text, copied over and over' FROM generate_series(1, 5000) g;
+SELECT minhash_index_create('copies', 'id', 'body') IS NOT NULL AS created;
+SET work_mem = '64kB';
+SET temp_file_limit = '128kB';
+SELECT * FROM minhash_duplicates('copies') LIMIT 3;
+SELECT * FROM minhash_duplicates('copies', NULL::bigint) LIMIT 2;
+SELECT count(*) FROM (SELECT * FROM minhash_duplicates('copies') LIMIT 100000) d;
+EXPLAIN (COSTS OFF) SELECT * FROM minhash_duplicates('copies') LIMIT 10;
+RESET temp_file_limit;
+RESET work_mem;
+SELECT minhash_index_create('copies', 'key', 'body') IS NOT NULL AS second_index;
+SELECT * FROM minhash_duplicates('copies_minhash_bands1', NULL::text) LIMIT 2;
+
+DROP TABLE chain, posts, docs, copies;
 DROP FUNCTION try_hint(text);
