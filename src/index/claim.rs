@@ -155,7 +155,7 @@ pub(super) fn release_statement(band: pg_sys::Relation) {
 
 /// PostgreSQL's trigger depth now (`pg_trigger_depth()`): a statement's row triggers and its
 /// statement triggers fire at the same depth, a statement run by a trigger one deeper.
-fn trigger_depth() -> i32 {
+pub(super) fn trigger_depth() -> i32 {
     // SAFETY: pg_trigger_depth takes no arguments and returns an int4.
     unsafe { pgrx::direct_function_call::<i32>(pg_sys::pg_trigger_depth, &[]) }
         .expect("pg_trigger_depth() is not NULL")
@@ -177,6 +177,14 @@ unsafe fn check_file(band: pg_sys::Relation, claim: &Claim) {
             ),
             Some("Rewrite the band table in a transaction of its own.".into()),
         );
+    }
+}
+
+/// Deletes the rows of every claim of id `id` on the open band table `band`.
+pub(super) fn release_all(band: pg_sys::Relation, id: &Id) {
+    while let Some(claim) = remove_latest(band, id) {
+        // SAFETY: `band` is open with RowExclusiveLock.
+        unsafe { delete_live(band, &claim) };
     }
 }
 

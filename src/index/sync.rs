@@ -23,6 +23,8 @@
 //! the same. A `TRUNCATE` of the indexed table empties the band table; one of a partition
 //! deletes the band rows whose id is no longer in the table.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::ffi::{c_int, CStr};
 
@@ -31,15 +33,17 @@ use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 use pgrx::{PgBuiltInOids, PgMemoryContexts, PgOid, PgSqlErrorCode};
 
+use crate::core::capacity;
 use crate::core::sketch::BandSketch;
 use crate::pg::compat;
 use crate::pg::error::raise;
 
-use super::band_entry;
+use super::catalog::with_prepared;
 use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
 use super::text::{utf8, TextReader};
+use super::{band_entry, for_each_text_row};
 use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_name};
 
 use super::catalog::{indexed_table, refuse_newer_index, trigger_args, IndexConfig};
@@ -166,7 +170,14 @@ fn _minhash_sync<'a>(
                     Some(shard) => BandTable::open_shard(cfg, shard, owner, ext),
                     None => BandTable::open(cfg, cfg.band_table, tbl, owner, ext),
                 };
+                // (on a Citus shard, rows are written on the workers a statement runs on)
+                let followed =
+                    shard.is_none() && event != Event::Truncate && followed_sync(cfg.band_table);
                 match event {
+                    _ if followed => {
+                        reconcile(data, cfg, &band, event);
+                        band.close();
+                    }
                     Event::Insert => {
                         insert_band_rows(data, cfg, &band, data.tg_newtable, None);
                         band.close();
@@ -194,6 +205,131 @@ fn _minhash_sync<'a>(
         }
     });
     Ok(None)
+}
+
+/// Of one band table in this transaction: how many times a sync trigger wrote it, and that
+/// count as each trigger depth's last sync left it.
+#[derive(Default)]
+struct Firings {
+    count: u64,
+    last_at_depth: HashMap<i32, u64>,
+}
+
+thread_local! {
+    /// The [`Firings`] of each band table, of the transaction with this top-level id.
+    static FIRINGS: RefCell<(pg_sys::TransactionId, HashMap<pg_sys::Oid, Firings>)> =
+        RefCell::new((pg_sys::InvalidTransactionId, HashMap::new()));
+}
+
+/// Whether another sync trigger wrote band table `band` since the last sync at this trigger
+/// depth (or ever in this transaction, if there was none): a nested statement (run by a trigger
+/// of the statement whose sync this is, between its writes and its sync), or another
+/// data-modifying part of the same query (a writable CTE), whose sync fired first. Then the
+/// statement's transition tables need not describe the rows as the table holds them now, nor
+/// the band rows as the band table holds them, and this sync [`reconcile`]s. Records this
+/// firing.
+fn followed_sync(band: pg_sys::Oid) -> bool {
+    let depth = claim::trigger_depth();
+    // SAFETY: the transaction wrote the table that fired the trigger: it has a top-level id.
+    let xact = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+    FIRINGS.with_borrow_mut(|(owner, firings)| {
+        if *owner != xact {
+            *owner = xact;
+            firings.clear();
+        }
+        let Firings {
+            count,
+            last_at_depth,
+        } = firings.entry(band).or_default();
+        let followed = last_at_depth.get(&depth).copied().unwrap_or(0) != *count;
+        *count += 1;
+        last_at_depth.insert(depth, *count);
+        followed
+    })
+}
+
+/// Makes the band rows of every id the statement touched (the ids of its transition rows) those
+/// of the rows with that id the table holds now: the claims of those ids are released, their
+/// band rows under the keys of every text the statement saw for them or the table holds now are
+/// deleted, and the band rows of the rows the table holds are written. The result does not
+/// depend on the order in which the syncs of one query fire, nor on what nested statements did
+/// before them.
+///
+/// # Safety
+/// As for [`insert_band_rows`]; the transition tables are this trigger event's.
+unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &IndexConfig, band: &BandTable, event: Event) {
+    let tables = match event {
+        Event::Insert => vec![data.tg_newtable],
+        Event::Delete => vec![data.tg_oldtable],
+        Event::Update => vec![data.tg_oldtable, data.tg_newtable],
+        Event::Truncate => return,
+    };
+    // (id, key) of every band row the statement's texts give, and the ids
+    let mut seen: Vec<(Id, i64)> = Vec::new();
+    let mut ids: Vec<Id> = Vec::new();
+    for table in tables {
+        // SAFETY: per the contract.
+        unsafe {
+            for_each_changed_row(data, cfg, table, None, 0, |row| {
+                let Some(id) = &row.id else {
+                    return;
+                };
+                room(&mut ids, 1);
+                ids.push(id.clone());
+                if let Some((keys, _)) = row_entry(row, cfg) {
+                    room(&mut seen, keys.len());
+                    seen.extend(keys.into_iter().map(|key| (id.clone(), key)));
+                }
+            });
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let mut rows: Vec<BandRow> = Vec::new();
+    for chunk in ids.chunks(INSERT_BATCH) {
+        pg_sys::check_for_interrupts!();
+        let (arg, arg_type) = cfg.key.array_arg(chunk);
+        Spi::connect(|client| {
+            with_prepared(client, &cfg.sql[1], arg_type, arg, |table| {
+                for_each_text_row(table, |id, text| {
+                    // SAFETY: the query selects the id as the band table stores it.
+                    let id = unsafe { cfg.key.id(id, pg_sys::INT8OID) };
+                    if let Some((keys, sketch)) =
+                        band_entry(text, cfg.k, cfg.shingling, cfg.banding)
+                    {
+                        room(&mut rows, keys.len());
+                        rows.extend(keys.into_iter().map(|key| band_row(&id, key, sketch)));
+                    }
+                })
+            })
+        });
+    }
+    for id in &ids {
+        claim::release_all(band.rel, id);
+    }
+    room(&mut seen, rows.len());
+    seen.extend(rows.iter().map(|(id, key, _)| (id.clone(), *key)));
+    seen.sort_unstable();
+    seen.dedup();
+    let (mut delete_ids, mut delete_keys) = (Vec::new(), Vec::new());
+    for (id, key) in seen {
+        delete_ids.push(id);
+        delete_keys.push(key);
+        if delete_ids.len() >= DELETE_BATCH {
+            band.delete(&mut delete_ids, &mut delete_keys);
+        }
+    }
+    band.delete(&mut delete_ids, &mut delete_keys);
+    let mut writer = band.writer(false);
+    for row in rows {
+        writer.push(row);
+    }
+    writer.close();
+}
+
+/// Makes room for `n` more elements in `v` (53200 if memory runs out, rather than an abort).
+fn room<T>(v: &mut Vec<T>, n: usize) {
+    capacity::reserve(v, n, "the rows a statement touched").unwrap_or_else(|e| e.fail());
 }
 
 /// The event of a trigger firing that is one of ours: an `AFTER ... FOR EACH STATEMENT`
