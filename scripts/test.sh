@@ -2,7 +2,8 @@
 # Runs the whole test suite: the format 1 reference vectors against an independent
 # implementation (tests/format, once), then on each PostgreSQL version in PG_MAJORS (default
 # "15 18"): core unit, property and statistical tests plus the in-database #[pg_test]s (one
-# `cargo pgrx test` run), the pg_regress suite in tests/pg_regress, the concurrency tests
+# `cargo pgrx test` run), the pg_regress suite in tests/pg_regress, the interleavings replayed
+# by PostgreSQL's isolation tester in tests/isolation, the concurrency tests
 # (tests/concurrency: writers of every kind; tests/constraint: the duplicate trigger's
 # guarantees at each isolation level; tests/ddl_race: writers racing rebuild, drop and
 # create), the pg_dump and pg_restore paths in tests/dump, ALTER EXTENSION UPDATE from the
@@ -36,6 +37,7 @@ for major in $PG_MAJORS; do
     log="$work/cargo-test-$major.log"
     cargo pgrx test "pg$major" --runas postgres --pgdata "$work/pgtest-$major" 2>&1 | tee "$log"
     bash scripts/regress.sh
+    bash scripts/isolation.sh
     bash tests/concurrency/run.sh 10
     bash tests/constraint/run.sh 15
     bash tests/ddl_race/run.sh 10
@@ -52,8 +54,9 @@ for major in $PG_MAJORS; do
 
     unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
     regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
-    total=$((total + unit + regress + 7 + citus))
-    summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, concurrency,"
+    isolation=$(find tests/isolation/specs -name '*.spec' | wc -l)
+    total=$((total + unit + regress + isolation + 7 + citus))
+    summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, $isolation isolation specs, concurrency,"
                 "constraint, DDL race, dump, upgrade, replication and limits runs$citus_run"
                 "in $((SECONDS - start)) s;")
 done

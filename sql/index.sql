@@ -165,6 +165,22 @@ BEGIN
             USING ERRCODE = 'undefined_object',
                   HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
     END IF;
+    -- The row is input (its table's owner may write it): what it names must be what
+    -- minhash_index_create indexes, a table whose text column is text or varchar. Queries
+    -- read it as the caller, and a view or another type's cast would run the owner's code so.
+    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.tbl AND c.relkind IN ('r', 'p')) THEN
+        RAISE EXCEPTION 'the minhash index of % is not on a table', cfg.tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF cfg.text_column IS NOT NULL AND NOT EXISTS (
+           SELECT FROM pg_attribute a
+           WHERE a.attrelid = cfg.tbl AND a.attname = cfg.text_column AND a.attnum > 0
+             AND NOT a.attisdropped
+             AND a.atttypid IN ('text'::regtype, 'character varying'::regtype)) THEN
+        RAISE EXCEPTION 'text column "%" of % is not of type text or character varying',
+            cfg.text_column, cfg.tbl
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
     RETURN cfg;
 END $$;
 
@@ -492,6 +508,14 @@ BEGIN
         RAISE EXCEPTION '% is a temporary table', tbl USING ERRCODE = 'feature_not_supported',
             HINT = 'Index a permanent or unlogged table.';
     END IF;
+    -- (one band table, of the root's persistence, serves the whole tree: a crash must empty
+    -- both or neither)
+    IF EXISTS (SELECT FROM pg_partition_tree(tbl) p JOIN pg_class c ON c.oid = p.relid
+               WHERE c.relpersistence <> rel.relpersistence) THEN
+        RAISE EXCEPTION 'the partitions of % are not all of its persistence', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Make every partition logged, or every one unlogged, like the partitioned table.';
+    END IF;
     -- (the Rust side reads text as UTF-8; the contract hashes UTF-8 bytes)
     IF pg_catalog.getdatabaseencoding() <> 'UTF8' THEN
         RAISE EXCEPTION 'database encoding % is not supported', pg_catalog.getdatabaseencoding()
@@ -815,11 +839,13 @@ BEGIN
     END LOOP;
     -- left, still there (detached): the band rows of their rows go. The list of the tree the
     -- catalog keeps is input (the table's owner may write it): a table it names is touched only
-    -- if it belongs to a role whose rights the index's owner has, and no index covers it now
-    -- (as an indexed table or a partition of one).
+    -- if it has the id column, belongs to a role whose rights the index's owner has, and no
+    -- index covers it now (as an indexed table or a partition of one).
     FOR member IN
         SELECT k::regclass FROM unnest(kept) k JOIN pg_class c ON c.oid = k
         WHERE k <> ALL (tree::oid[]) AND k <> ALL (coalesce(dropped, '{}'))
+          AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = k AND a.attname = cfg.id_column
+                      AND a.attnum > 0 AND NOT a.attisdropped)
           AND pg_has_role((SELECT t.relowner FROM pg_class t WHERE t.oid = cfg.tbl), c.relowner, 'USAGE')
           AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
                           WHERE i.tbl = coalesce(pg_partition_root(k), k))
@@ -1027,17 +1053,31 @@ BEGIN
                                CASE persistence WHEN 'u' THEN 'UNLOGGED' ELSE 'LOGGED' END);
             END IF;
         END LOOP;
-        -- A band table keeps its table's persistence.
+        -- A band table keeps its table's persistence, and so does every table of an indexed
+        -- partition tree (a crash empties an unlogged partition, whose band rows a logged band
+        -- table would keep).
         SELECT i.band_table INTO inherited FROM @extschema@.minhash_indexes i
         JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
         WHERE i.band_table IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
                                WHERE c.classid = 'pg_class'::regclass)
-          AND t.relkind = 'r' AND b.relpersistence <> t.relpersistence
+          AND t.relkind IN ('r', 'p') AND b.relpersistence <> t.relpersistence
         LIMIT 1;
         IF inherited IS NOT NULL THEN
             RAISE EXCEPTION 'band table % must keep the persistence of its table', inherited
                 USING ERRCODE = 'feature_not_supported',
                       HINT = 'ALTER TABLE ... SET LOGGED or SET UNLOGGED the indexed table: its band table follows.';
+        END IF;
+        SELECT p.relid INTO inherited FROM @extschema@.minhash_indexes i
+        JOIN pg_class b ON b.oid = i.band_table
+        CROSS JOIN LATERAL pg_partition_tree(i.tbl) p JOIN pg_class c ON c.oid = p.relid
+        WHERE i.partitions IS NOT NULL AND c.relpersistence <> b.relpersistence
+          AND i.tbl IN (SELECT coalesce(pg_partition_root(x.objid), x.objid)
+                        FROM pg_event_trigger_ddl_commands() x WHERE x.classid = 'pg_class'::regclass)
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'partition % of an indexed table must have the persistence of its band table', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Every table of an indexed partition tree is logged, or every one unlogged, like the partitioned table.';
         END IF;
         -- The sync triggers on the shards of a Citus table name it and its band tables
         -- (_minhash_citus_args): a new name or schema for either would leave them naming
@@ -1119,14 +1159,26 @@ BEGIN
         END;
         DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
     END LOOP;
+    -- (the catalog's partition list is input, and may name any table: what it leads to here is
+    -- its own index's cleanup, which never fails anyone's DROP)
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
         WHERE i.partitions::oid[] && ARRAY(SELECT d.objid FROM pg_event_trigger_dropped_objects() d
                                          WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          -- (a partition of an indexed tree carries the sync triggers, dropped with it)
+          AND EXISTS (SELECT FROM pg_event_trigger_dropped_objects() d
+                      WHERE d.classid = 'pg_trigger'::regclass
+                        AND d.object_identity LIKE 'minhash\_sync\_insert on %')
     LOOP
-        PERFORM minhash_internal._minhash_tree_changed(cfg, ARRAY(
-            SELECT d.objid FROM pg_event_trigger_dropped_objects() d
-            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+        BEGIN
+            PERFORM minhash_internal._minhash_tree_changed(cfg, ARRAY(
+                SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'the minhash index of % was not brought up to date with its partitions: %',
+                cfg.tbl, SQLERRM
+                USING HINT = format('Its owner can make it exact with minhash_index_rebuild(%L).', cfg.tbl);
+        END;
     END LOOP;
 END $$;
 

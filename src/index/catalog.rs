@@ -409,23 +409,40 @@ impl IndexConfig {
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
         let threshold = check_threshold(threshold);
         let distributed = citus::is_citus_table(band_table);
-        // SAFETY: catalog lookups by OID and attribute number; InvalidOid for a band table or
-        // column that is gone (writes then refuse the band table, lookups find no rows).
-        let (id_type, stored) = unsafe {
-            (
-                pg_sys::get_atttype(tbl, attnum(tbl, &id_column)),
-                pg_sys::get_atttype(band_table, attnum(band_table, "id")),
-            )
-        };
-        if id_type == pg_sys::InvalidOid {
+        let id_type = column_type(tbl, &id_column);
+        // SAFETY: a catalog lookup by OID and attribute number; InvalidOid for a band table
+        // that is gone (writes then refuse it, lookups find no rows).
+        let stored = unsafe { pg_sys::get_atttype(band_table, attnum(band_table, "id")) };
+        // SAFETY: a catalog lookup by OID.
+        let relkind = unsafe { pg_sys::get_rel_relkind(tbl) };
+        let text_type = text_column
+            .as_deref()
+            .map(|column| column_type(tbl, column));
+        // (what minhash_index_create indexes: a lookup reads it as the caller, and a view, or a
+        // cast from another type, would run its owner's code with the caller's rights)
+        if relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+            && relkind != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
+        {
             raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+                PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
                 format!(
-                    "column \"{id_column}\" of table {} does not exist",
+                    "the minhash index of {} is not on a table",
                     regclass_name(tbl)
                 ),
-                Some(COLUMNS_HINT.into()),
+                None,
             );
+        }
+        if let (Some(column), Some(typid)) = (&text_column, text_type) {
+            if typid != pg_sys::TEXTOID && typid != pg_sys::VARCHAROID {
+                raise(
+                    PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    format!(
+                        "text column \"{column}\" of {} is not of type text or character varying",
+                        regclass_name(tbl)
+                    ),
+                    Some(COLUMNS_HINT.into()),
+                );
+            }
         }
         let key = KeyType::for_column(id_type);
         // (the band table's ids are read as the key type: another type is refused, never read)
@@ -548,6 +565,23 @@ impl IndexConfig {
                 })
         }
     }
+}
+
+/// The type of column `name` of `tbl`, from `pg_attribute`; 42703 if it has none.
+fn column_type(tbl: pg_sys::Oid, name: &str) -> pg_sys::Oid {
+    // SAFETY: a catalog lookup by OID and attribute number; InvalidOid for none.
+    let typid = unsafe { pg_sys::get_atttype(tbl, attnum(tbl, name)) };
+    if typid == pg_sys::InvalidOid {
+        raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            format!(
+                "column \"{name}\" of table {} does not exist",
+                regclass_name(tbl)
+            ),
+            Some(COLUMNS_HINT.into()),
+        );
+    }
+    typid
 }
 
 /// A catalog row as [`IndexConfig::read`] reads it: (id column, text column, text

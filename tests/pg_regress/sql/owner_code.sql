@@ -152,6 +152,53 @@ ALTER TABLE att_tree DETACH PARTITION att_tree_2;
 SELECT count(*) AS detached_sync_triggers FROM pg_trigger WHERE tgrelid = 'att_tree_2'::regclass AND tgname LIKE 'minhash_sync_%';
 SELECT check_of('att_tree');
 
+-- A list naming tables that do not exist yet, and leaving out a real partition, fails no
+-- one's DROP: what it leads to is its own index's cleanup.
+SET ROLE regress_oc_attacker;
+UPDATE minhash_indexes SET partitions = ARRAY(SELECT 'public.att_tree_1'::regclass UNION ALL
+    SELECT g::oid::regclass FROM generate_series(16384, 60000) g)
+WHERE tbl = 'public.att_tree'::regclass;
+RESET ROLE;
+SET ROLE regress_oc_victim;
+CREATE TABLE public.vic_short (id int PRIMARY KEY);
+SET client_min_messages = error;
+DROP TABLE public.vic_short;
+SET client_min_messages = warning;
+SELECT to_regclass('public.vic_short') AS victim_table_dropped;
+RESET ROLE;
+CREATE TABLE su_short (id int);
+SET client_min_messages = error;
+DROP TABLE su_short;
+SET client_min_messages = warning;
+SELECT to_regclass('su_short') AS superuser_table_dropped;
+
+-- A row forged to name a view (or a table whose text column is of another type) is refused
+-- where it is used: a lookup would read it with the caller's rights.
+SET ROLE regress_oc_attacker;
+CREATE FUNCTION public.escalate(t text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        EXECUTE 'ALTER ROLE regress_oc_attacker SUPERUSER';
+    EXCEPTION WHEN others THEN NULL;
+    END;
+    RETURN t;
+END $$;
+CREATE VIEW public.att_view AS SELECT id, public.escalate(body) AS body FROM public.att_int;
+UPDATE minhash_indexes SET tbl = 'public.att_view'::regclass WHERE tbl = 'public.att_int'::regclass;
+RESET ROLE;
+SELECT try($$SELECT * FROM minhash_similar('public.att_view', 'integer table row 3')$$);
+SELECT try($$SELECT * FROM minhash_matches('public.att_view', ARRAY['integer table row 3'])$$);
+SELECT try($$SELECT * FROM minhash_duplicates('public.att_view')$$);
+SELECT try($$SELECT * FROM minhash_clusters('public.att_view')$$);
+SELECT try($$SELECT * FROM minhash_index_check('public.att_view')$$);
+SELECT rolsuper AS attacker_superuser FROM pg_roles WHERE rolname = 'regress_oc_attacker';
+SET ROLE regress_oc_attacker;
+UPDATE minhash_indexes SET tbl = 'public.att_int'::regclass WHERE tbl = 'public.att_view'::regclass;
+DROP VIEW public.att_view;
+DROP FUNCTION public.escalate(text);
+RESET ROLE;
+SELECT check_of('att_int');
+
 -- 4. A band table with a name of any characters is a dependency of the flag trigger that names it.
 CREATE TABLE "größe" (id bigint PRIMARY KEY, body text, dup bigint);
 SELECT minhash_index_create('"größe"', 'id', 'body') IS NOT NULL AS created;
@@ -181,6 +228,18 @@ ALTER TABLE persist SET LOGGED;
 SELECT persistence(), check_of('persist');
 SELECT try($$ALTER TABLE persist_minhash_bands SET UNLOGGED$$);
 SELECT persistence();
+-- Every table of an indexed partition tree keeps its band table's persistence.
+CREATE TABLE persist_tree (id bigint PRIMARY KEY, body text) PARTITION BY RANGE (id);
+CREATE TABLE persist_tree_1 PARTITION OF persist_tree FOR VALUES FROM (0) TO (100);
+CREATE UNLOGGED TABLE persist_tree_2 PARTITION OF persist_tree FOR VALUES FROM (100) TO (200);
+SELECT try($$SELECT minhash_index_create('persist_tree', 'id', 'body')$$);
+DROP TABLE persist_tree_2;
+SELECT minhash_index_create('persist_tree', 'id', 'body') IS NOT NULL AS created;
+SELECT try($$ALTER TABLE persist_tree_1 SET UNLOGGED$$);
+SELECT try($$CREATE UNLOGGED TABLE persist_tree_3 PARTITION OF persist_tree FOR VALUES FROM (200) TO (300)$$);
+SELECT try($$ALTER TABLE persist_tree_minhash_bands SET UNLOGGED$$);
+SELECT c.relname, c.relpersistence FROM pg_class c
+WHERE c.relname LIKE 'persist_tree%' AND c.relkind IN ('r', 'p') ORDER BY 1;
 
 -- 6. Claims: the band rows a flag trigger wrote for a row ON CONFLICT skipped go at the end of
 -- the statement, so neither a later statement in a rolled-back savepoint (that inserts the same
@@ -208,7 +267,7 @@ SELECT count(*) AS rows, check_of('claimed') FROM claimed;
 -- the near-duplicate is still refused after both
 SELECT try($$INSERT INTO claimed VALUES (4, 'c', 'the first row of the claimed table!', NULL)$$);
 
-DROP TABLE att_docs, att_int, att_snapshot, att_tree, att_tree_2, vic_events, persist, claimed, "größe";
+DROP TABLE att_docs, att_int, att_snapshot, att_tree, att_tree_2, vic_events, persist, persist_tree, claimed, "größe";
 DROP SCHEMA mal CASCADE;
 DROP FUNCTION settings(), check_of(regclass), persistence();
 SELECT format('REVOKE CREATE ON DATABASE %I FROM regress_oc_attacker', current_database()) \gexec
