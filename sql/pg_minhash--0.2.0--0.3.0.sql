@@ -3,11 +3,60 @@
 -- they are; the functions replaced keep their OIDs, which the triggers reference.
 \echo Use "ALTER EXTENSION pg_minhash UPDATE TO '0.3.0'" to load this file. \quit
 
--- A trigger's arguments are read whatever their characters (a band table named in a flag
+-- What a catalog row names is checked where it is used (a table, a text column of a text
+-- type); a trigger's arguments are read whatever their characters (a band table named in a flag
 -- trigger's arguments with non-ASCII characters is a dependency); only the extension's own sync
 -- triggers are dropped by name; the partition list the catalog keeps is input: a table it names
--- is touched only if the index's owner has its owner's rights and no index covers it; a band
--- table follows its table's SET LOGGED / SET UNLOGGED and keeps its persistence.
+-- is touched only if it has the id column, the index's owner has its owner's rights and no
+-- index covers it, and cleaning up after a dropped partition fails no one's DROP; a band table
+-- follows its table's SET LOGGED / SET UNLOGGED, and every table of an indexed partition tree
+-- keeps the band table's persistence.
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_index(tbl regclass)
+RETURNS @extschema@.minhash_indexes
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl) > 1 THEN
+        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
+            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl)
+            USING ERRCODE = 'ambiguous_function',
+                  HINT = format('Name one by its band table: %s.',
+                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
+                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl));
+    END IF;
+    SELECT * INTO cfg FROM @extschema@.minhash_indexes i
+    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % has no minhash index', tbl
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
+    END IF;
+    -- The row is input (its table's owner may write it): what it names must be what
+    -- minhash_index_create indexes, a table whose text column is text or varchar. Queries
+    -- read it as the caller, and a view or another type's cast would run the owner's code so.
+    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.tbl AND c.relkind IN ('r', 'p')) THEN
+        RAISE EXCEPTION 'the minhash index of % is not on a table', cfg.tbl
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF cfg.text_column IS NOT NULL AND NOT EXISTS (
+           SELECT FROM pg_attribute a
+           WHERE a.attrelid = cfg.tbl AND a.attname = cfg.text_column AND a.attnum > 0
+             AND NOT a.attisdropped
+             AND a.atttypid IN ('text'::regtype, 'character varying'::regtype)) THEN
+        RAISE EXCEPTION 'text column "%" of % is not of type text or character varying',
+            cfg.text_column, cfg.tbl
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    RETURN cfg;
+END $$;
+
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_trigger_args(trigger oid)
 RETURNS text[]
@@ -76,6 +125,298 @@ BEGIN
     IF citus THEN
         PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
     END IF;
+END $$;
+
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_create(
+    tbl regclass,
+    id_column name,
+    text_column name DEFAULT NULL,
+    k int DEFAULT 128,
+    ngram int DEFAULT 5,
+    unit text DEFAULT 'char',
+    threshold float8 DEFAULT 0.8,
+    bands int DEFAULT NULL,
+    rows_per_band int DEFAULT NULL,
+    text_expression text DEFAULT NULL)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    id_type regtype;
+    id_collation oid;
+    band_id_type text;
+    text_type regtype;
+    id_attnum int2;
+    band_name text;
+    n int;
+    band regclass;
+    cfg @extschema@.minhash_indexes;
+    grantee text;
+    citus record;
+BEGIN
+    IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
+       OR unit IS NULL OR threshold IS NULL THEN
+        RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (text_column IS NULL) = (text_expression IS NULL) THEN
+        RAISE EXCEPTION 'give either text_column or text_expression'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'minhash_index_create(tbl, id_column, text_column) indexes a column; '
+                         'minhash_index_create(tbl, id_column, text_expression => ''...'') an expression over the row.';
+    END IF;
+    SELECT c.relname, c.relkind, c.relpersistence, c.relispartition, n.nspname, c.relowner INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+    IF rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '% is not a table', tbl USING ERRCODE = 'wrong_object_type',
+            HINT = 'Views, materialized views and foreign tables cannot have a minhash index.';
+    END IF;
+    -- (an index covers a whole partition tree; its triggers would not see rows written through
+    -- the tables above the partition)
+    IF rel.relispartition THEN
+        RAISE EXCEPTION '% is a partition of %', tbl,
+            (SELECT h.inhparent::regclass FROM pg_inherits h WHERE h.inhrelid = tbl)
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = format('Index the partitioned table at the root of its tree, %s.',
+                                pg_partition_root(tbl));
+    END IF;
+    -- (its catalog row would outlive the session, and pg_dump would carry it)
+    IF rel.relpersistence = 't' THEN
+        RAISE EXCEPTION '% is a temporary table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'Index a permanent or unlogged table.';
+    END IF;
+    -- (one band table, of the root's persistence, serves the whole tree: a crash must empty
+    -- both or neither)
+    IF EXISTS (SELECT FROM pg_partition_tree(tbl) p JOIN pg_class c ON c.oid = p.relid
+               WHERE c.relpersistence <> rel.relpersistence) THEN
+        RAISE EXCEPTION 'the partitions of % are not all of its persistence', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Make every partition logged, or every one unlogged, like the partitioned table.';
+    END IF;
+    -- (the Rust side reads text as UTF-8; the contract hashes UTF-8 bytes)
+    IF pg_catalog.getdatabaseencoding() <> 'UTF8' THEN
+        RAISE EXCEPTION 'database encoding % is not supported', pg_catalog.getdatabaseencoding()
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index needs a UTF8 database: CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0.';
+    END IF;
+    -- (a query of a parent reads its children's rows, which the triggers of the parent never see)
+    IF rel.relkind = 'r' AND EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = tbl OR h.inhparent = tbl) THEN
+        RAISE EXCEPTION '% has inheritance parents or children', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a table that neither inherits nor is inherited from, or a partitioned table.';
+    END IF;
+    IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- A table of Citus: its band table becomes a Citus table of the same kind, written by the
+    -- sync triggers on the table's shards (README, "Scaling out with Citus").
+    citus := minhash_internal._minhash_citus_table(tbl);
+    IF citus.kind = 'other' THEN
+        RAISE EXCEPTION '% is a Citus table that is neither distributed by a column nor a reference table', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a hash-distributed table, a reference table or a table Citus does not manage.';
+    ELSIF citus.kind IS NOT NULL AND rel.relkind = 'p' THEN
+        RAISE EXCEPTION '% is a partitioned Citus table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'A minhash index of a Citus table needs a table that is not partitioned.';
+    ELSIF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
+        RAISE EXCEPTION '% is distributed by column "%", not by its id column "%"', tbl,
+            citus.dist_column, id_column
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index keeps the band rows of each row on the row''s shard: '
+                         'distribute the table by the id column the index names.';
+    ELSIF citus.kind IS NOT NULL AND text_expression IS NOT NULL THEN
+        RAISE EXCEPTION 'a minhash index of Citus table % cannot index a text expression', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a stored generated column of that expression: ALTER TABLE ... ADD COLUMN '
+                         '... text GENERATED ALWAYS AS (...) STORED.';
+    END IF;
+
+    SELECT a.atttypid::regtype, a.attnum, a.attcollation,
+           CASE WHEN a.atttypid IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)
+                THEN 'bigint' ELSE format_type(a.atttypid, a.atttypmod) END
+    INTO id_type, id_attnum, id_collation, band_id_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', id_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    -- The id may be of any type: a unique B-tree on it alone is what makes it a row's key. A
+    -- partitioned table's unique keys must hold its partition key too: one that holds the id
+    -- is taken (the id is then unique within a partition; see the README on repeated ids).
+    -- (PostgreSQL gives a partitioned table with a unique index no foreign partitions, whose
+    -- writes would fire no statement triggers with transition tables)
+    -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
+    IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+                   AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
+                   AND CASE WHEN rel.relkind = 'p'
+                            THEN id_attnum = ANY ((x.indkey::int2[])[0:x.indnkeyatts - 1])
+                            ELSE x.indnkeyatts = 1 AND x.indkey[0] = id_attnum END) THEN
+        RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
+            USING ERRCODE = 'invalid_column_reference',
+                  HINT = CASE WHEN rel.relkind = 'p'
+                              THEN 'Add a primary key or unique constraint, not deferrable, that holds '
+                                   'that column and the partition key, e.g. PRIMARY KEY (id, created_at).'
+                              ELSE 'Add a primary key or unique constraint on that column alone, not deferrable. '
+                                   'A key of several columns cannot identify rows for a minhash index: '
+                                   'add a single-column key, e.g. an identity column.' END;
+    END IF;
+    -- (ids are bigint or bytes in Rust, compared byte for byte; a collation that calls
+    -- different strings equal would let two rows' ids differ only in bytes)
+    IF id_collation <> 0 AND EXISTS (SELECT FROM pg_collation c WHERE c.oid = id_collation
+                                     AND NOT c.collisdeterministic) THEN
+        RAISE EXCEPTION 'id column "%" of table % has a nondeterministic collation', id_column, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index the table through a key with a deterministic collation.';
+    END IF;
+    -- (band rows are written and deleted through arrays of ids)
+    IF NOT EXISTS (SELECT FROM pg_type t WHERE t.oid = id_type AND t.typarray <> 0) THEN
+        RAISE EXCEPTION 'id column "%" of table % is of type %, which has no array type', id_column, tbl, id_type
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index the table through a key of a scalar type.';
+    END IF;
+    IF id_collation <> 0 AND id_collation <> 'pg_catalog.default'::regcollation THEN
+        band_id_type := band_id_type || ' COLLATE ' || id_collation::regcollation::text;
+    END IF;
+    IF text_expression IS NOT NULL THEN
+        -- (checked, and printed in the form the catalog keeps: names outside pg_catalog
+        -- qualified; 42P17 if it is not IMMUTABLE)
+        text_expression := minhash_internal._minhash_text_expression(tbl, text_expression);
+    ELSE
+        SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+        WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', text_column, tbl
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF text_type NOT IN ('text'::regtype, 'character varying'::regtype) THEN
+            RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
+                USING ERRCODE = 'datatype_mismatch',
+                      HINT = format('Index an expression instead: text_expression => %L.',
+                                    format('%I::text', text_column));
+        END IF;
+        -- (PostgreSQL 18: a virtual generated column has no value in the rows triggers see)
+        IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_column
+                   AND a.attgenerated = 'v') THEN
+            RAISE EXCEPTION 'text column "%" of table % is a virtual generated column', text_column, tbl
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Make it a stored generated column (GENERATED ALWAYS AS (...) STORED).';
+        END IF;
+    END IF;
+
+    -- Argument checks with the core's own messages.
+    PERFORM @extschema@.minhash('', k, ngram, unit);
+    threshold := minhash_internal._minhash_threshold(threshold, NULL);
+    IF bands IS NULL THEN
+        IF rows_per_band IS NOT NULL THEN
+            RAISE EXCEPTION 'rows_per_band needs bands' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT p.bands, p.rows_per_band INTO bands, rows_per_band
+        FROM @extschema@.lsh_params(threshold, k) p LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no banding of % slots reaches 0.99 recall at threshold %', k, threshold
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a larger k.';
+        END IF;
+    ELSIF rows_per_band IS NULL THEN
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands);
+        rows_per_band := k / bands;
+    ELSE
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands, rows_per_band);
+    END IF;
+
+    -- Writers wait until this transaction commits: the backfill sees every row.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    -- (a second index of the same text with the same settings would only cost writes)
+    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i
+               WHERE i.tbl = minhash_index_create.tbl AND i.id_column = minhash_index_create.id_column
+                 AND i.text_column IS NOT DISTINCT FROM minhash_index_create.text_column
+                 AND i.text_expression IS NOT DISTINCT FROM minhash_index_create.text_expression
+                 AND (i.k, i.ngram, i.unit, i.threshold, i.bands, i.rows_per_band)
+                     = (minhash_index_create.k, minhash_index_create.ngram, minhash_index_create.unit,
+                        minhash_index_create.threshold, minhash_index_create.bands,
+                        minhash_index_create.rows_per_band)) THEN
+        RAISE EXCEPTION 'table % already has a minhash index of this text with these settings', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
+    END IF;
+
+    -- <table>_minhash_bands, or with the first number that makes it free (a second index, or a
+    -- table renamed and another created under its old name), as PostgreSQL names indexes
+    FOR n IN 0..1000 LOOP
+        band_name := left(rel.relname, 63 - length('_minhash_bands') - coalesce(length(nullif(n, 0)::text), 0))
+                     || '_minhash_bands' || coalesce(nullif(n, 0)::text, '');
+        EXIT WHEN to_regclass(format('%I.%I', rel.nspname, band_name)) IS NULL;
+    END LOOP;
+    IF to_regclass(format('%I.%I', rel.nspname, band_name)) IS NOT NULL THEN
+        RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
+            USING ERRCODE = 'duplicate_table';
+    END IF;
+    -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
+    -- (unlogged like its table: after a crash both come back empty)
+    -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, key bigint NOT NULL,
+                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
+                   CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
+                   rel.nspname, band_name, band_id_type);
+    band := format('%I.%I', rel.nspname, band_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', band,
+                   format('pg_minhash band keys of %s; maintained by triggers', tbl));
+    -- The band table belongs to the table's owner, whoever made it (a superuser, or another
+    -- member of the owning role), like the table's own indexes, and is private to that role:
+    -- default privileges may have granted something on it.
+    EXECUTE format('ALTER TABLE %s OWNER TO %I', band, pg_get_userbyid(rel.relowner));
+    FOR grantee IN
+        SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END
+        FROM pg_class c
+        CROSS JOIN LATERAL aclexplode(c.relacl) a
+        LEFT JOIN pg_roles r ON r.oid = a.grantee
+        WHERE c.oid = band AND a.grantee <> rel.relowner
+    LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM %s', band, grantee);
+    END LOOP;
+    IF citus.kind IS NOT NULL THEN
+        PERFORM minhash_internal._minhash_citus_distribute(band, tbl, citus.kind);
+    END IF;
+    PERFORM minhash_internal._minhash_link_band_table(tbl, band);
+
+    cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
+               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression,
+               CASE WHEN rel.relkind = 'p'
+                    THEN ARRAY(SELECT minhash_internal._minhash_partitions(tbl)) END);
+    INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
+
+    -- The sync triggers (once per table, for all its indexes), on every table of a partition
+    -- tree: a statement fires the statement triggers of the table it names only
+    -- (src/index/sync.rs).
+    PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
+    PERFORM minhash_internal._minhash_sync_triggers(p, true)
+    FROM minhash_internal._minhash_partitions(tbl) p;
+
+    PERFORM minhash_internal._minhash_backfill(band);
+    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
+    -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
+    -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
+    -- row's id may still be there. The band table's replica identity is its whole row (four
+    -- columns), so UPDATE and DELETE on the table work under a publication that includes the
+    -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
+    -- owner.
+    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
+    -- Rows a data-only restore copies into the band table after the sync triggers indexed
+    -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
+    -- and no triggers on band tables.)
+    IF citus.kind IS NULL THEN
+        EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
+                        FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()', band);
+    END IF;
+    -- (Citus analyzes the shards of a Citus table on the workers, by their autovacuum)
+    IF citus.kind IS NULL THEN
+        EXECUTE format('ANALYZE %s', band);
+    END IF;
+    RETURN band;
 END $$;
 
 
@@ -153,11 +494,13 @@ BEGIN
     END LOOP;
     -- left, still there (detached): the band rows of their rows go. The list of the tree the
     -- catalog keeps is input (the table's owner may write it): a table it names is touched only
-    -- if it belongs to a role whose rights the index's owner has, and no index covers it now
-    -- (as an indexed table or a partition of one).
+    -- if it has the id column, belongs to a role whose rights the index's owner has, and no
+    -- index covers it now (as an indexed table or a partition of one).
     FOR member IN
         SELECT k::regclass FROM unnest(kept) k JOIN pg_class c ON c.oid = k
         WHERE k <> ALL (tree::oid[]) AND k <> ALL (coalesce(dropped, '{}'))
+          AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = k AND a.attname = cfg.id_column
+                      AND a.attnum > 0 AND NOT a.attisdropped)
           AND pg_has_role((SELECT t.relowner FROM pg_class t WHERE t.oid = cfg.tbl), c.relowner, 'USAGE')
           AND NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i
                           WHERE i.tbl = coalesce(pg_partition_root(k), k))
@@ -345,17 +688,31 @@ BEGIN
                                CASE persistence WHEN 'u' THEN 'UNLOGGED' ELSE 'LOGGED' END);
             END IF;
         END LOOP;
-        -- A band table keeps its table's persistence.
+        -- A band table keeps its table's persistence, and so does every table of an indexed
+        -- partition tree (a crash empties an unlogged partition, whose band rows a logged band
+        -- table would keep).
         SELECT i.band_table INTO inherited FROM @extschema@.minhash_indexes i
         JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
         WHERE i.band_table IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c
                                WHERE c.classid = 'pg_class'::regclass)
-          AND t.relkind = 'r' AND b.relpersistence <> t.relpersistence
+          AND t.relkind IN ('r', 'p') AND b.relpersistence <> t.relpersistence
         LIMIT 1;
         IF inherited IS NOT NULL THEN
             RAISE EXCEPTION 'band table % must keep the persistence of its table', inherited
                 USING ERRCODE = 'feature_not_supported',
                       HINT = 'ALTER TABLE ... SET LOGGED or SET UNLOGGED the indexed table: its band table follows.';
+        END IF;
+        SELECT p.relid INTO inherited FROM @extschema@.minhash_indexes i
+        JOIN pg_class b ON b.oid = i.band_table
+        CROSS JOIN LATERAL pg_partition_tree(i.tbl) p JOIN pg_class c ON c.oid = p.relid
+        WHERE i.partitions IS NOT NULL AND c.relpersistence <> b.relpersistence
+          AND i.tbl IN (SELECT coalesce(pg_partition_root(x.objid), x.objid)
+                        FROM pg_event_trigger_ddl_commands() x WHERE x.classid = 'pg_class'::regclass)
+        LIMIT 1;
+        IF inherited IS NOT NULL THEN
+            RAISE EXCEPTION 'partition % of an indexed table must have the persistence of its band table', inherited
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Every table of an indexed partition tree is logged, or every one unlogged, like the partitioned table.';
         END IF;
         -- The sync triggers on the shards of a Citus table name it and its band tables
         -- (_minhash_citus_args): a new name or schema for either would leave them naming
@@ -437,14 +794,26 @@ BEGIN
         END;
         DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
     END LOOP;
+    -- (the catalog's partition list is input, and may name any table: what it leads to here is
+    -- its own index's cleanup, which never fails anyone's DROP)
     FOR cfg IN
         SELECT i.* FROM @extschema@.minhash_indexes i
         WHERE i.partitions::oid[] && ARRAY(SELECT d.objid FROM pg_event_trigger_dropped_objects() d
                                          WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0)
+          -- (a partition of an indexed tree carries the sync triggers, dropped with it)
+          AND EXISTS (SELECT FROM pg_event_trigger_dropped_objects() d
+                      WHERE d.classid = 'pg_trigger'::regclass
+                        AND d.object_identity LIKE 'minhash\_sync\_insert on %')
     LOOP
-        PERFORM minhash_internal._minhash_tree_changed(cfg, ARRAY(
-            SELECT d.objid FROM pg_event_trigger_dropped_objects() d
-            WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+        BEGIN
+            PERFORM minhash_internal._minhash_tree_changed(cfg, ARRAY(
+                SELECT d.objid FROM pg_event_trigger_dropped_objects() d
+                WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0));
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'the minhash index of % was not brought up to date with its partitions: %',
+                cfg.tbl, SQLERRM
+                USING HINT = format('Its owner can make it exact with minhash_index_rebuild(%L).', cfg.tbl);
+        END;
     END LOOP;
 END $$;
 
