@@ -7,8 +7,9 @@
 # (tests/concurrency: writers of every kind; tests/constraint: the duplicate trigger's
 # guarantees at each isolation level; tests/ddl_race: writers racing rebuild, drop and
 # create), the pg_dump and pg_restore paths in tests/dump, ALTER EXTENSION UPDATE from the
-# previous release in tests/upgrade, logical replication in tests/replication and the
-# huge-input run under an address-space limit in tests/limits; on PostgreSQL 15 also a
+# previous releases in tests/upgrade, logical replication in tests/replication, the
+# huge-input run under an address-space limit in tests/limits and an immediate shutdown in
+# tests/crash; on PostgreSQL 15 also a
 # coordinator and two workers of Citus in tests/citus (Citus built by ../shared/citus).
 # Prints one closing line counting every version's tests.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
@@ -45,6 +46,7 @@ for major in $PG_MAJORS; do
     bash tests/upgrade/run.sh
     bash tests/replication/run.sh
     bash tests/limits/run.sh
+    bash tests/crash/run.sh
     # (Citus is built for the system PostgreSQL 15)
     citus=0 citus_run=""
     if [ "$major" = 15 ]; then
@@ -55,9 +57,9 @@ for major in $PG_MAJORS; do
     unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
     regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
     isolation=$(find tests/isolation/specs -name '*.spec' | wc -l)
-    total=$((total + unit + regress + isolation + 7 + citus))
+    total=$((total + unit + regress + isolation + 8 + citus))
     summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, $isolation isolation specs, concurrency,"
-                "constraint, DDL race, dump, upgrade, replication and limits runs$citus_run"
+                "constraint, DDL race, dump, upgrade, replication, limits and crash runs$citus_run"
                 "in $((SECONDS - start)) s;")
 done
 
