@@ -230,7 +230,9 @@ thread_local! {
 /// firing.
 fn followed_sync(band: pg_sys::Oid) -> bool {
     let depth = claim::trigger_depth();
-    // SAFETY: the transaction wrote the table that fired the trigger: it has a top-level id.
+    // SAFETY: reads the transaction's state. (InvalidTransactionId while it has written
+    // nothing: no sync before it wrote anything either, and the counts start again with its
+    // first write.)
     let xact = unsafe { pg_sys::GetTopTransactionIdIfAny() };
     FIRINGS.with_borrow_mut(|(owner, firings)| {
         if *owner != xact {
