@@ -260,20 +260,24 @@ fn followed_sync(band: pg_sys::Oid) -> bool {
 /// # Safety
 /// As for [`insert_band_rows`]; the transition tables are this trigger event's.
 unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &IndexConfig, band: &BandTable, event: Event) {
+    // (each with whether it holds new rows)
     let tables = match event {
-        Event::Insert => vec![data.tg_newtable],
-        Event::Delete => vec![data.tg_oldtable],
-        Event::Update => vec![data.tg_oldtable, data.tg_newtable],
+        Event::Insert => vec![(data.tg_newtable, true)],
+        Event::Delete => vec![(data.tg_oldtable, false)],
+        Event::Update => vec![(data.tg_oldtable, false), (data.tg_newtable, true)],
         Event::Truncate => return,
     };
     // (id, key) of every band row the statement's texts give, and the ids
     let mut seen: Vec<(Id, i64)> = Vec::new();
     let mut ids: Vec<Id> = Vec::new();
-    for table in tables {
+    for (table, new) in tables {
         // SAFETY: per the contract.
         unsafe {
             for_each_changed_row(data, cfg, table, None, 0, |row| {
                 let Some(id) = &row.id else {
+                    if new && row_entry(row, cfg).is_some() {
+                        null_id(cfg, band);
+                    }
                     return;
                 };
                 room(&mut ids, 1);
@@ -327,6 +331,22 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &IndexConfig, band: &BandTa
         writer.push(row);
     }
     writer.close();
+}
+
+/// Raises 23502 for a row with a text and a NULL id: the band table's id column is NOT NULL,
+/// as an INSERT into it would say.
+fn null_id(cfg: &IndexConfig, band: &BandTable) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
+        format!(
+            "null value in column \"id\" of relation \"{}\" violates not-null constraint",
+            relation_name(cfg.band_table)
+        ),
+        Some(format!(
+            "Rows of {} with a text need an id.",
+            regclass_name(band.tbl)
+        )),
+    )
 }
 
 /// Makes room for `n` more elements in `v` (53200 if memory runs out, rather than an abort).
@@ -518,20 +538,8 @@ unsafe fn insert_band_rows(
             let Some((keys, sketch)) = row_entry(row, cfg) else {
                 return;
             };
-            // the band table's id column is NOT NULL, as an INSERT into it would say
             let Some(id) = &row.id else {
-                raise(
-                    PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
-                    format!(
-                        "null value in column \"id\" of relation \"{}\" violates not-null \
-                         constraint",
-                        relation_name(cfg.band_table)
-                    ),
-                    Some(format!(
-                        "Rows of {} with a text need an id.",
-                        regclass_name(band.tbl)
-                    )),
-                );
+                null_id(cfg, band);
             };
             rows.clear();
             rows.extend(keys.into_iter().map(|key| band_row(id, key, sketch)));

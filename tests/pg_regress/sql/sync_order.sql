@@ -99,5 +99,14 @@ INSERT INTO ordered SELECT id, body || ' after the savepoint', dup FROM d;
 COMMIT;
 SELECT check_ordered();
 
+-- A row with a text needs an id, on the reconciling path as on the usual one (23502).
+CREATE TABLE nullable (id bigint UNIQUE, body text);
+INSERT INTO nullable VALUES (1, 'the only row of the nullable table');
+SELECT minhash_index_create('nullable', 'id', 'body') IS NOT NULL AS created;
+SELECT try($$INSERT INTO nullable VALUES (NULL, 'a row without an id')$$);
+SELECT try($$WITH d AS (DELETE FROM nullable WHERE id = 1 RETURNING *) INSERT INTO nullable SELECT NULL, body FROM d$$);
+SELECT count(*) AS rows, check_ordered() AS ordered, (SELECT format('%s|%s', missing, orphaned) FROM minhash_index_check('nullable')) AS nullable FROM nullable;
+DROP TABLE nullable;
+
 DROP TABLE ordered;
 DROP FUNCTION check_ordered(), after_row(), after_statement(), before_row();
