@@ -383,9 +383,13 @@ AS $$
     WHERE t.oid = trigger
 $$;
 
--- Creates (adding true; those it has already stay) or drops the four sync triggers on `rel`: an
--- indexed table or a table of its partition tree. They serve every index of the table. One fixed trigger function of the extension keeps the band
--- table exact; it checks that the table and trigger that fire it are these (src/index/sync.rs).
+-- Creates (adding true; those it has already stay) or drops the sync triggers on `rel`: an
+-- indexed table or a table of its partition tree. They serve every index of the table: four
+-- statement triggers that keep the band table exact, and the row trigger "~minhash_sync_claim"
+-- (BEFORE UPDATE, named to fire after the table's other BEFORE triggers) that claims an updated
+-- text's band rows at once when a duplicate check does not fire on UPDATE. One fixed trigger
+-- function of the extension does both; it checks that the table and trigger that fire it are
+-- these (src/index/sync.rs).
 CREATE FUNCTION minhash_internal._minhash_sync_triggers(rel regclass, adding boolean)
 RETURNS void
 LANGUAGE plpgsql
@@ -410,10 +414,11 @@ BEGIN
     END IF;
     FOR trg IN
         SELECT * FROM (VALUES
-            ('minhash_sync_insert', 'INSERT', 'REFERENCING NEW TABLE AS new_rows'),
-            ('minhash_sync_update', 'UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows'),
-            ('minhash_sync_delete', 'DELETE', 'REFERENCING OLD TABLE AS old_rows'),
-            ('minhash_sync_truncate', 'TRUNCATE', '')) t(name, event, transition)
+            ('minhash_sync_insert', 'AFTER INSERT', 'REFERENCING NEW TABLE AS new_rows', 'STATEMENT'),
+            ('minhash_sync_update', 'AFTER UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows', 'STATEMENT'),
+            ('minhash_sync_delete', 'AFTER DELETE', 'REFERENCING OLD TABLE AS old_rows', 'STATEMENT'),
+            ('minhash_sync_truncate', 'AFTER TRUNCATE', '', 'STATEMENT'),
+            ('~minhash_sync_claim', 'BEFORE UPDATE', '', 'ROW')) t(name, event, transition, level)
     LOOP
         IF adding
            AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
@@ -428,9 +433,9 @@ BEGIN
             EXECUTE format('DROP TRIGGER %I ON %s', trg.name, rel);
         END IF;
         IF adding THEN
-            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s
-                            FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
-                           trg.name, trg.event, rel, trg.transition, args);
+            EXECUTE format('CREATE TRIGGER %I %s ON %s %s
+                            FOR EACH %s EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
+                           trg.name, trg.event, rel, trg.transition, trg.level, args);
         END IF;
     END LOOP;
     IF citus THEN

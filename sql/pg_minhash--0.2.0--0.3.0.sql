@@ -99,10 +99,11 @@ BEGIN
     END IF;
     FOR trg IN
         SELECT * FROM (VALUES
-            ('minhash_sync_insert', 'INSERT', 'REFERENCING NEW TABLE AS new_rows'),
-            ('minhash_sync_update', 'UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows'),
-            ('minhash_sync_delete', 'DELETE', 'REFERENCING OLD TABLE AS old_rows'),
-            ('minhash_sync_truncate', 'TRUNCATE', '')) t(name, event, transition)
+            ('minhash_sync_insert', 'AFTER INSERT', 'REFERENCING NEW TABLE AS new_rows', 'STATEMENT'),
+            ('minhash_sync_update', 'AFTER UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows', 'STATEMENT'),
+            ('minhash_sync_delete', 'AFTER DELETE', 'REFERENCING OLD TABLE AS old_rows', 'STATEMENT'),
+            ('minhash_sync_truncate', 'AFTER TRUNCATE', '', 'STATEMENT'),
+            ('~minhash_sync_claim', 'BEFORE UPDATE', '', 'ROW')) t(name, event, transition, level)
     LOOP
         IF adding
            AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
@@ -117,9 +118,9 @@ BEGIN
             EXECUTE format('DROP TRIGGER %I ON %s', trg.name, rel);
         END IF;
         IF adding THEN
-            EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s %s
-                            FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
-                           trg.name, trg.event, rel, trg.transition, args);
+            EXECUTE format('CREATE TRIGGER %I %s ON %s %s
+                            FOR EACH %s EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
+                           trg.name, trg.event, rel, trg.transition, trg.level, args);
         END IF;
     END LOOP;
     IF citus THEN
@@ -885,3 +886,10 @@ AS $$
     CROSS JOIN LATERAL minhash_internal._minhash_citus_keyed_pairs(c, minhash_duplicates.id_type, q.threshold) p
     WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
 $$;
+
+-- Every indexed table, and every table of an indexed partition tree, gets the claim trigger
+-- "~minhash_sync_claim" beside its sync triggers: an UPDATE that a duplicate check does not
+-- fire on claims its new text's band rows at once (src/index/sync.rs, claim_update).
+SELECT minhash_internal._minhash_sync_triggers(t, true)
+FROM (SELECT DISTINCT tbl FROM @extschema@.minhash_indexes) i,
+     LATERAL (SELECT i.tbl UNION SELECT p FROM minhash_internal._minhash_partitions(i.tbl) p) x(t);

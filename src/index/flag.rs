@@ -2,7 +2,7 @@
 //! exclusion constraint checks it (write first, then check with a dirty snapshot, wait for
 //! writers in progress), once per inserted or updated row.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::num::NonZeroUsize;
 use std::rc::Rc;
 
@@ -25,10 +25,10 @@ use super::catalog::{
 
 use super::citus::{nested_execution, sync_trigger_args, Shard};
 use super::extension::Extension;
-use super::key::{Id, KeyType};
+use super::key::Id;
 use super::owner::{as_owner, relation_owner};
-use super::restore::has_sync_trigger;
-use super::sync::{claim_band_rows, withdraw_claim};
+use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
+use super::sync::{claim_band_rows, id_attribute, withdraw_claim, CLAIM_TRIGGER};
 use super::text::utf8;
 use super::{band_entry, checked_threshold, float8_text};
 
@@ -593,15 +593,18 @@ unsafe fn check_fires_last(rel: pg_sys::Relation, me: &pg_sys::Trigger, op: u32,
                         })
                         .is_none_or(|i| !read.contains(&(i + 1)))
             };
-            fires && !harmless
+            // (the claim trigger beside the sync triggers changes no row)
+            let claim = CStr::from_ptr(t.tgname).to_bytes() == CLAIM_TRIGGER.as_bytes()
+                && is_function(t, SYNC_FUNCTION, Extension::of_function(me.tgfoid));
+            fires && !harmless && !claim
         });
         if let Some(later) = later {
             raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!(
                     "trigger \"{}\" fires after minhash_flag_duplicate() trigger \"{}\" on {}",
-                    std::ffi::CStr::from_ptr(later.tgname).to_string_lossy(),
-                    std::ffi::CStr::from_ptr(me.tgname).to_string_lossy(),
+                    CStr::from_ptr(later.tgname).to_string_lossy(),
+                    CStr::from_ptr(me.tgname).to_string_lossy(),
                     regclass_name((*rel).rd_id)
                 ),
                 Some(
@@ -679,26 +682,6 @@ const INDEX_HINT: &str = "The fourth trigger argument names the index by its ban
 
 const FLAG_HINT: &str =
     "The first trigger argument names the column that receives the duplicate's id.";
-
-/// The id attribute, as the band table stores it (`key`), NULL as None.
-///
-/// # Safety
-/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`; `key` is the
-/// index's.
-unsafe fn id_attribute(
-    tuple: *mut pg_sys::HeapTupleData,
-    tupdesc: pg_sys::TupleDesc,
-    attno: usize,
-    typid: pg_sys::Oid,
-    key: KeyType,
-) -> Option<Id> {
-    let mut is_null = false;
-    // SAFETY: per the contract.
-    unsafe {
-        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
-        (!is_null).then(|| key.id(datum, typid))
-    }
-}
 
 /// A trigger's threshold argument, parsed as `'...'::float8` would (22P02 if it is not a number).
 fn float8_in(text: &str) -> f64 {

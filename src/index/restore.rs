@@ -211,14 +211,18 @@ pub(super) fn is_ours(
     function: &str,
     ext: Extension,
 ) -> bool {
-    // SAFETY: a trigger's name is a C string; the function lookups are syscache reads that
-    // return NULL or a palloc'd name for a function that is gone.
-    unsafe {
-        let function_name = pg_sys::get_func_name(t.tgfoid);
-        CStr::from_ptr(t.tgname).to_bytes() == name.as_bytes()
-            && t.tgtype == tgtype
-            && !function_name.is_null()
-            && CStr::from_ptr(function_name).to_bytes() == function.as_bytes()
-            && ext.owns_function(t.tgfoid)
-    }
+    // SAFETY: a trigger's name is a C string.
+    unsafe { CStr::from_ptr(t.tgname) }.to_bytes() == name.as_bytes()
+        && t.tgtype == tgtype
+        && is_function(t, function, ext)
+}
+
+/// Whether trigger `t` calls `function` of `ext`.
+pub(super) fn is_function(t: &pg_sys::Trigger, function: &str, ext: Extension) -> bool {
+    // SAFETY: a syscache read that returns NULL or a palloc'd name for a function that is gone.
+    let function_name = unsafe { pg_sys::get_func_name(t.tgfoid) };
+    !function_name.is_null()
+        // SAFETY: a name returned by get_func_name is a C string.
+        && unsafe { CStr::from_ptr(function_name) }.to_bytes() == function.as_bytes()
+        && ext.owns_function(t.tgfoid)
 }

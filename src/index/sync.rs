@@ -99,6 +99,9 @@ fn _minhash_sync<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
     let data = trigger.trigger_data();
+    if data.tg_event & pg_sys::TRIGGER_EVENT_ROW != 0 {
+        return Ok(claim_update(trigger));
+    }
     // SAFETY: a trigger's relation is open while it fires.
     let fired_on = unsafe { (*data.tg_relation).rd_id };
     // (of a shard of a Citus table, that table; see `citus`)
@@ -205,6 +208,145 @@ fn _minhash_sync<'a>(
         }
     });
     Ok(None)
+}
+
+/// The name of the row trigger beside the sync triggers: `BEFORE UPDATE ... FOR EACH ROW`,
+/// named to fire after every BEFORE trigger with an ASCII name, so that it sees the row as it
+/// will be stored.
+pub(super) const CLAIM_TRIGGER: &str = "~minhash_sync_claim";
+
+/// The claim trigger (see [`CLAIM_TRIGGER`]): for a table whose duplicate check
+/// (`minhash_flag_duplicate`) fires on INSERT but not on every UPDATE, an UPDATE that changes a
+/// row's text claims the new text's band rows at once, as a check would (see `claim`), so that
+/// a concurrent writer's check finds the row under its new text and waits for this
+/// transaction, rather than missing it until the statement's sync. Does nothing otherwise (and
+/// on a shard of a Citus table, where checks make no claims); the sync trigger of the
+/// statement then writes the row's band rows as usual.
+fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, AllocatedByPostgres>> {
+    let data = trigger.trigger_data();
+    let flags = data.tg_event;
+    let new = trigger.new();
+    // SAFETY: a trigger's name is a C string.
+    let name = unsafe { CStr::from_ptr(trigger.trigger().tgname) }.to_string_lossy();
+    // (Citus's copy on a shard: `<name>_<shard id>`)
+    let shard_copy = name
+        .strip_prefix(CLAIM_TRIGGER)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+    if flags & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
+        || flags & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_UPDATE
+        || !(name == CLAIM_TRIGGER || shard_copy)
+    {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            format!(
+                "_minhash_sync() was fired by trigger \"{name}\" on {}, which is not a minhash \
+                 sync trigger",
+                // SAFETY: a trigger's relation is open while it fires.
+                regclass_name(unsafe { (*data.tg_relation).rd_id })
+            ),
+            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
+        );
+    }
+    let fn_oid = trigger.trigger().tgfoid;
+    // SAFETY: a row trigger's relation is open while it fires.
+    if shard_copy || !unsafe { unchecked_updates(data.tg_relation, fn_oid) } {
+        return new;
+    }
+    // SAFETY: as above.
+    let (fired_on, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+    // SAFETY: as above.
+    let (tbl, owner) = unsafe { indexed_table(data.tg_relation) };
+    let indexes = Spi::connect(|client| IndexConfig::of_table(client, fn_oid, tbl));
+    if indexes.is_empty() {
+        refuse_newer_index(tbl);
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            format!(
+                "_minhash_sync() was fired on {}, which has no minhash index",
+                regclass_name(fired_on)
+            ),
+            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
+        );
+    }
+    let ext = Extension::of_function(fn_oid);
+    for cfg in indexes.iter() {
+        // SAFETY: the trigger's relation and its descriptor.
+        let text = unsafe { cfg.text.reader(fired_on, tupdesc) };
+        // SAFETY: an UPDATE row trigger's old (tg_trigtuple) and new (tg_newtuple) rows are
+        // rows of the relation, described by its descriptor.
+        let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
+            (
+                text.tuple_text(data.tg_newtuple),
+                text.tuple_text(data.tg_trigtuple),
+            )
+        });
+        if doc == old_doc {
+            continue;
+        }
+        let (id_attno, id_type) = cfg.id_attribute(tupdesc, fired_on);
+        // SAFETY: the attribute number and type come from the row's descriptor.
+        let id = unsafe { id_attribute(data.tg_newtuple, tupdesc, id_attno, id_type, cfg.key) };
+        let entry = doc.and_then(|doc| band_entry(utf8(doc), cfg.k, cfg.shingling, cfg.banding));
+        if let (Some(id), Some((keys, sketch))) = (id, entry) {
+            as_owner(owner, || {
+                claim_band_rows(cfg, (tbl, owner, ext), &id, &keys, sketch)
+            });
+        }
+    }
+    new
+}
+
+/// Whether `rel` has an enabled duplicate check of the extension that owns `sync_fn` which
+/// fires on INSERT but not on every UPDATE (it does not fire on UPDATE, fires only on UPDATE OF
+/// some columns, or has a WHEN condition): an UPDATE it does not check makes no claim then.
+///
+/// # Safety
+/// `rel` is an open relation.
+unsafe fn unchecked_updates(rel: pg_sys::Relation, sync_fn: pg_sys::Oid) -> bool {
+    let mut ext = None;
+    // SAFETY: per the contract.
+    unsafe { restore::triggers((*rel).trigdesc) }
+        .iter()
+        .any(|t| {
+            let kind = u32::from(t.tgtype as u16);
+            let checks_inserts = kind & pg_sys::TRIGGER_TYPE_ROW != 0
+                && kind & pg_sys::TRIGGER_TYPE_BEFORE != 0
+                && kind & pg_sys::TRIGGER_TYPE_INSERT != 0;
+            let every_update =
+                kind & pg_sys::TRIGGER_TYPE_UPDATE != 0 && t.tgnattr == 0 && t.tgqual.is_null();
+            t.tgenabled as u8 != pg_sys::TRIGGER_DISABLED
+                && checks_inserts
+                && !every_update
+                && restore::is_function(
+                    t,
+                    FLAG_FUNCTION,
+                    *ext.get_or_insert_with(|| Extension::of_function(sync_fn)),
+                )
+        })
+}
+
+/// The duplicate check's trigger function.
+const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
+
+/// The id attribute, as the band table stores it (`key`), NULL as None.
+///
+/// # Safety
+/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`; `key` is the
+/// index's.
+pub(super) unsafe fn id_attribute(
+    tuple: *mut pg_sys::HeapTupleData,
+    tupdesc: pg_sys::TupleDesc,
+    attno: usize,
+    typid: pg_sys::Oid,
+    key: KeyType,
+) -> Option<Id> {
+    let mut is_null = false;
+    // SAFETY: per the contract.
+    unsafe {
+        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+        (!is_null).then(|| key.id(datum, typid))
+    }
 }
 
 /// Of one band table in this transaction: how many times a sync trigger wrote it, and that

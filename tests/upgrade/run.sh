@@ -7,8 +7,9 @@
 #       (which dumps an extension's member objects) of both databases is the same, but for
 #       OIDs, transaction ids, the dump's restrict key and the stored default of the column
 #       0.2.0 added (ALTER TABLE ADD COLUMN keeps it for the rows already there);
-#   (b) the index built by the old release keeps working: minhash_index_check is 0/0 before
-#       and after new rows, the flag trigger flags a near-duplicate, minhash_similar finds it.
+#   (b) the index built by the old release keeps working: it has gained the claim trigger
+#       ("~minhash_sync_claim"), minhash_index_check is 0/0 before and after new rows, the flag
+#       trigger flags a near-duplicate, minhash_similar finds it.
 # A release is installed from its frozen install script (sql/pg_minhash--VERSION.sql) with this
 # tree's library; 0.1.0 is built from its release commit (tag v0.1.0) instead where the clone
 # has it and the server is PostgreSQL 15 (0.1.0 builds for 15 only).
@@ -81,8 +82,12 @@ if ! diff -u "$tmp/fresh.sql" "$tmp/upgraded.sql"; then
     exit 1
 fi
 
-# (b) the index the old release built keeps working
+# (b) the index the old release built keeps working, with the claim trigger the update adds
 [ "$(check)" = "0/0" ] || { echo "upgrade: index not exact after the update: $(check)"; exit 1; }
+triggers=$(psql -d "$db" -Atc "SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger
+    WHERE tgrelid = 'app.docs'::regclass AND tgfoid = 'minhash_internal._minhash_sync()'::regprocedure")
+[ "$triggers" = "minhash_sync_delete,minhash_sync_insert,minhash_sync_truncate,minhash_sync_update,~minhash_sync_claim" ] ||
+    { echo "upgrade: the sync triggers after the update are $triggers"; exit 1; }
 psql -d "$db" <<'SQL'
 INSERT INTO app.docs (id, body)
 SELECT i, 'document ' || i || ' about ' || md5(i::text) || ' and ' || md5((i * 7)::text)

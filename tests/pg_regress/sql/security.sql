@@ -121,6 +121,10 @@ FROM (VALUES ('minhash_sync_insert', 'AFTER', 'INSERT', 'REFERENCING NEW TABLE A
              ('minhash_sync_delete', 'AFTER', 'DELETE', '', 'ROW'),
              ('minhash_sync_truncate', 'AFTER', 'TRUNCATE', '', 'STATEMENT'),
              ('minhash_sync_truncate', 'BEFORE', 'TRUNCATE', '', 'STATEMENT'),
+             ('~minhash_sync_claim', 'BEFORE', 'UPDATE', '', 'ROW'),
+             ('~minhash_sync_claim', 'AFTER', 'UPDATE', '', 'ROW'),
+             ('~minhash_sync_claim', 'BEFORE', 'INSERT', '', 'ROW'),
+             ('~minhash_sync_claim_12', 'BEFORE', 'UPDATE', '', 'ROW'),
              ('other_name', 'AFTER', 'INSERT', 'REFERENCING NEW TABLE AS new_rows', 'STATEMENT'))
      AS t(name, timing, event, transition, level),
      (VALUES ('z'), ('mine')) AS r(tbl)
@@ -131,6 +135,10 @@ CREATE TRIGGER fake AFTER INSERT ON fake FOR EACH ROW EXECUTE FUNCTION minhash_i
 SELECT try($$INSERT INTO fake VALUES ('questions')$$);
 CREATE TRIGGER fake_flag BEFORE INSERT ON mine FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('id');
 SELECT try($$INSERT INTO mine VALUES (100, 'x')$$);
+-- (the claim trigger on a table with an INSERT-only check but no index)
+CREATE TRIGGER "~minhash_sync_claim" BEFORE UPDATE ON mine FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_sync();
+SELECT try($$UPDATE mine SET body = body || 'y'$$);
+DROP TRIGGER "~minhash_sync_claim" ON mine;
 DROP TABLE fake;
 DROP TRIGGER fake_flag ON mine;
 -- 2. A catalog row for the attacker's table naming a victim's band table; changes to the
