@@ -1,10 +1,12 @@
-//! Keeping a band table exact: `_minhash_sync`, the one trigger function behind the four
-//! `AFTER ... FOR EACH STATEMENT` triggers `minhash_index_create` puts on an indexed table
+//! Keeping a band table exact: `_minhash_sync`, the one trigger function behind the sync triggers:
+//! the four `AFTER ... FOR EACH STATEMENT` triggers `minhash_index_create` puts on an indexed table
 //! (`minhash_sync_insert`, `_update`, `_delete` and `_truncate`), and on every table of its
 //! partition tree if it is partitioned: a statement on the partitioned table fires only its
 //! triggers, whose transition tables hold every row it routed to a partition (and both
 //! versions of a row it moved to another partition), and a statement on a partition fires only
 //! the partition's.
+//! The same function serves the row trigger beside them, `"~minhash_sync_claim"`, which claims
+//! an updated text's band rows at once where a duplicate check does not ([`claim_update`]).
 //!
 //! It trusts nothing about how it was fired. The firing table (or the root of its partition
 //! tree) must have a catalog row (it keeps the band table of each index of the table), the
