@@ -161,6 +161,7 @@ BEGIN
     SELECT * INTO cfg FROM @extschema@.minhash_indexes i
     WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl;
     IF NOT FOUND THEN
+        PERFORM minhash_internal._minhash_check_indexable(tbl);
         RAISE EXCEPTION 'table % has no minhash index', tbl
             USING ERRCODE = 'undefined_object',
                   HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
@@ -495,10 +496,7 @@ BEGIN
     END IF;
     SELECT c.relname, c.relkind, c.relpersistence, c.relispartition, n.nspname, c.relowner INTO rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
-    IF rel.relkind NOT IN ('r', 'p') THEN
-        RAISE EXCEPTION '% is not a table', tbl USING ERRCODE = 'wrong_object_type',
-            HINT = 'Views, materialized views and foreign tables cannot have a minhash index.';
-    END IF;
+    PERFORM minhash_internal._minhash_check_indexable(tbl);
     -- (an index covers a whole partition tree; its triggers would not see rows written through
     -- the tables above the partition)
     IF rel.relispartition THEN

@@ -13,7 +13,7 @@ use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
 use crate::core::params::{Banding, Shingling};
 use crate::pg::error::raise;
-use crate::pg::names::{qualified, regclass_name};
+use crate::pg::names::{qualified, regclass_name, Regclass};
 use crate::pg::tuple::column;
 
 use super::citus;
@@ -212,6 +212,7 @@ impl IndexConfig {
                     }
                 }
             }
+            check_indexable(name);
             raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
                 format!("table {} has no minhash index", regclass_name(name)),
@@ -751,4 +752,38 @@ pub(super) fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
                 .into_owned()
         })
         .collect()
+}
+
+/// Raises 42809 unless relation `rel` is a table or a partitioned table, the relations a
+/// minhash index can be on, saying what it is instead.
+pub(super) fn check_indexable(rel: pg_sys::Oid) {
+    // SAFETY: a syscache read; '\0' for a relation that does not exist.
+    let kind = unsafe { pg_sys::get_rel_relkind(rel) } as u8;
+    let what = match kind {
+        b'r' | b'p' | 0 => return,
+        b'v' => "a view",
+        b'm' => "a materialized view",
+        b'f' => "a foreign table",
+        b'i' | b'I' => "an index",
+        b'S' => "a sequence",
+        b'c' => "a composite type",
+        b't' => "a TOAST table",
+        _ => "not a table",
+    };
+    raise(
+        PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+        format!("{} is {what}", regclass_name(rel)),
+        Some(
+            "A minhash index is on a table or a partitioned table: create it on the table \
+             the relation reads, and name that table in the call."
+                .into(),
+        ),
+    );
+}
+
+/// [`check_indexable`] for the SQL functions; true.
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_check_indexable(rel: Regclass) -> bool {
+    check_indexable(rel.0);
+    true
 }

@@ -6,6 +6,8 @@ CREATE TABLE pair_keys (a int, b int, body text, PRIMARY KEY (a, b));
 CREATE TABLE array_keys (id int[] PRIMARY KEY, body text);
 CREATE TABLE no_key (id int, body text);
 CREATE VIEW docs_view AS SELECT * FROM docs;
+CREATE MATERIALIZED VIEW docs_mat AS SELECT * FROM docs;
+CREATE SEQUENCE docs_seq;
 
 SELECT try(q) FROM unnest(ARRAY[
   $$SELECT minhash_index_create('no_such_table', 'id', 'body')$$,
@@ -36,6 +38,20 @@ SELECT try(q) FROM unnest(ARRAY[
   $$SELECT * FROM minhash_index_stats('docs')$$,
   $$SELECT * FROM minhash_internal._minhash_direct_reads('docs')$$,
   $$SELECT * FROM minhash_similar(NULL, 'x')$$
+]) q;
+-- A relation that cannot have an index: what it is, and what can (42809), from every call.
+SELECT try(q) FROM unnest(ARRAY[
+  $$SELECT * FROM minhash_similar('docs_view', 'x')$$,
+  $$SELECT * FROM minhash_matches('docs_view', ARRAY['x'])$$,
+  $$SELECT * FROM minhash_duplicates('docs_view')$$,
+  $$SELECT * FROM minhash_clusters('docs_view')$$,
+  $$SELECT * FROM minhash_index_check('docs_view')$$,
+  $$SELECT * FROM minhash_index_stats('docs_view')$$,
+  $$SELECT minhash_index_drop('docs_view')$$,
+  $$SELECT minhash_index_create('docs_mat', 'id', 'body')$$,
+  $$SELECT * FROM minhash_similar('docs_mat', 'x')$$,
+  $$SELECT * FROM minhash_similar('docs_seq', 'x')$$,
+  $$SELECT * FROM minhash_similar('docs_pkey', 'x')$$
 ]) q;
 
 -- With an index: the same one again, and bad query arguments.
