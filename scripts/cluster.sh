@@ -4,21 +4,22 @@
 # psql; `cluster_stop` stops it and removes DIR.
 
 # PG_MAJOR picks the PostgreSQL version (15 by default): 15 is Debian's in PG15_HOME (which
-# may name another PostgreSQL 15 installation), 18 the relocatable build that scripts/setup.sh
-# unpacks into PG18_HOME. PG_BIN may name another installation's bin directory instead. Its
-# psql, pg_dump and the like come first in PATH.
+# may name another PostgreSQL 15 installation), 16, 17 and 18 the relocatable builds that
+# scripts/setup.sh unpacks under /opt/pg_minhash. PG_BIN may name another installation's bin
+# directory instead. Its psql, pg_dump and the like come first in PATH.
 PG_MAJOR="${PG_MAJOR:-15}"
 PG15_HOME="${PG15_HOME:-/usr/lib/postgresql/15}"
-PG18_HOME=/opt/pg_minhash/postgresql-18
 
-# pg_bin_dir MAJOR: the bin directory of that version's installation.
-pg_bin_dir() {
+# pg_home MAJOR: that version's installation.
+pg_home() {
     case "$1" in
-        15) echo "$PG15_HOME/bin" ;;
-        18) echo "$PG18_HOME/bin" ;;
-        *) echo "/usr/lib/postgresql/$1/bin" ;;
+        15) echo "$PG15_HOME" ;;
+        *) echo "/opt/pg_minhash/postgresql-$1" ;;
     esac
 }
+
+# pg_bin_dir MAJOR: the bin directory of that version's installation.
+pg_bin_dir() { echo "$(pg_home "$1")/bin"; }
 
 PG_BIN="${PG_BIN:-$(pg_bin_dir "$PG_MAJOR")}"
 PG_CONFIG="$PG_BIN/pg_config"

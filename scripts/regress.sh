@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the pg_regress suite in tests/pg_regress against a throwaway cluster (PG_MAJOR as in
-# scripts/cluster.sh). expected/NAME.out is PostgreSQL 15's output; NAME_1.out is PostgreSQL
-# 18's where the server's own text differs (pg_regress accepts either).
+# scripts/cluster.sh). expected/NAME.out is PostgreSQL 15's output; NAME_1.out (18),
+# NAME_2.out (16) and NAME_3.out (17) are another version's where the server's own text
+# differs (pg_regress accepts any of them).
 #   --accept   copy the actual output over expected/ (review the diff before committing): on 15
-#              to NAME.out; on 18 to NAME_1.out where it differs from NAME.out, removing a
-#              NAME_1.out no longer needed
+#              to NAME.out; on another version to its variant where the output differs from
+#              every other variant, removing one no longer needed (accept 15 first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -32,15 +33,22 @@ status=0
     "${tests[@]}" || status=$?
 
 if $accept; then
+    # each version's own variant: NAME.out (15), NAME_1.out (18), NAME_2.out (16), NAME_3.out
+    # (17); a variant is kept only where the output differs from every other version's
+    variant=$(case "$(pg_major)" in 15) ;; 18) echo _1 ;; 16) echo _2 ;; 17) echo _3 ;; esac)
     for result in "$out"/results/*.out; do
         name=$(basename "$result" .out)
-        if [ "$(pg_major)" = 15 ]; then
-            cp "$result" "tests/pg_regress/expected/$name.out"
-        elif cmp -s "$result" "tests/pg_regress/expected/$name.out"; then
-            rm -f "tests/pg_regress/expected/${name}_1.out"
-        else
-            cp "$result" "tests/pg_regress/expected/${name}_1.out"
+        expected=tests/pg_regress/expected/$name
+        if [ -z "$variant" ]; then
+            cp "$result" "$expected.out"
+            continue
         fi
+        rm -f "$expected$variant.out"
+        same=false
+        for other in "$expected".out "$expected"_[0-9].out; do
+            [ -f "$other" ] && cmp -s "$result" "$other" && same=true
+        done
+        $same || cp "$result" "$expected$variant.out"
     done
     echo "expected output updated from this run"
 elif [ "$status" -ne 0 ]; then

@@ -1220,13 +1220,39 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     counts jsonb;
+    source text := cfg.tbl::text;
+    band text := cfg.band_table::text;
+    progress text;
 BEGIN
+    -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
+    -- read (one in 64 counted for 64), of about as many as the table and the band table had
+    -- when last vacuumed, analyzed or indexed; in the target list, where it leaves the
+    -- planner's estimates alone.
+    -- (Not on a Citus table, whose rows are read on the workers.)
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        progress := format('minhash_internal._minhash_progress(%L, %L, %s, %s, ',
+            'minhash_index_check on ' || cfg.tbl::text, 'rows and band rows',
+            (SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c
+             WHERE c.oid IN (cfg.tbl, cfg.band_table)),
+            extract(epoch FROM clock_timestamp()));
+        source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
+        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
+                       progress, cfg.band_table);
+    END IF;
+    -- The band rows the table's rows give (expected) against those the band table holds, as
+    -- multisets: missing = expected EXCEPT ALL held, orphaned = held EXCEPT ALL expected, both
+    -- from one grouping of the two.
     counts := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'WITH expected AS (%1$s), actual AS (SELECT id, key, sketch1, sketch2 FROM %2$s)
-         SELECT pg_catalog.jsonb_build_array(
-             (SELECT pg_catalog.count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM actual) m),
-             (SELECT pg_catalog.count(*) FROM (SELECT * FROM actual EXCEPT ALL SELECT * FROM expected) o))',
-        minhash_internal._minhash_band_rows_sql(cfg, cfg.tbl::text), cfg.band_table));
+        'SELECT pg_catalog.jsonb_build_array(
+             coalesce(pg_catalog.sum(GREATEST(g.expected - g.held, 0)), 0),
+             coalesce(pg_catalog.sum(GREATEST(g.held - g.expected, 0)), 0))
+         FROM (SELECT pg_catalog.count(*) FILTER (WHERE r.expected) AS expected,
+                      pg_catalog.count(*) FILTER (WHERE NOT r.expected) AS held
+               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2, true AS expected FROM (%1$s) e
+                     UNION ALL
+                     SELECT b.id, b.key, b.sketch1, b.sketch2, false FROM %2$s b) r
+               GROUP BY r.id, r.key, r.sketch1, r.sketch2) g',
+        minhash_internal._minhash_band_rows_sql(cfg, source), band));
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 
@@ -1469,10 +1495,26 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     stats jsonb;
+    band text := cfg.band_table::text;
 BEGIN
-    -- bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
+    -- Progress (src/index/progress.rs) over the band rows (one in 64 counted for 64), of about
+    -- as many as the band table had when last vacuumed, analyzed or indexed. (Not on a Citus
+    -- table.)
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0
+                                          THEN minhash_internal._minhash_progress(%L, %L, %s, %s, 64) END
+                         FROM %s b)',
+                       'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
+                       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
+                       extract(epoch FROM clock_timestamp()), cfg.band_table);
+    END IF;
+    -- One read of the band rows: the rows of each key (its bucket) and the ids, as two grouping
+    -- sets. Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
     stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'WITH buckets AS (SELECT key, pg_catalog.count(*) AS size FROM %1$s GROUP BY key),
+        'WITH groups AS MATERIALIZED (
+             SELECT pg_catalog.count(*) AS size, GROUPING(b.key) AS of_id
+             FROM %1$s b GROUP BY GROUPING SETS ((b.key), (b.id))),
+         buckets AS (SELECT size FROM groups WHERE of_id = 0),
          classes AS (
              SELECT CASE WHEN size <= 2 THEN size::text
                          ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
@@ -1481,13 +1523,13 @@ BEGIN
                    FROM buckets) b
              GROUP BY 1)
          SELECT pg_catalog.jsonb_build_array(
-                (SELECT pg_catalog.count(DISTINCT id) FROM %1$s),
-                (SELECT pg_catalog.count(*) FROM %1$s),
+                (SELECT pg_catalog.count(*) FROM groups WHERE of_id = 1),
+                (SELECT coalesce(pg_catalog.sum(size), 0) FROM buckets),
                 (SELECT pg_catalog.count(*) FROM buckets),
                 (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
                 (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
                                             ''{}'') FROM classes))',
-        cfg.band_table));
+        band));
     RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
                         (stats ->> 3)::bigint, stats -> 4;
 END $$;

@@ -28,7 +28,7 @@ use super::extension::Extension;
 use super::key::Id;
 use super::owner::{as_owner, relation_owner};
 use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
-use super::sync::{claim_band_rows, id_attribute, withdraw_claim, CLAIM_TRIGGER};
+use super::sync::{claim_band_rows, claim_trigger_name, id_attribute, withdraw_claim};
 use super::text::utf8;
 use super::{band_entry, checked_threshold, float8_text};
 
@@ -594,7 +594,7 @@ unsafe fn check_fires_last(rel: pg_sys::Relation, me: &pg_sys::Trigger, op: u32,
                         .is_none_or(|i| !read.contains(&(i + 1)))
             };
             // (the claim trigger beside the sync triggers changes no row)
-            let claim = CStr::from_ptr(t.tgname).to_bytes() == CLAIM_TRIGGER.as_bytes()
+            let claim = claim_trigger_name(CStr::from_ptr(t.tgname).to_bytes()).is_some()
                 && is_function(t, SYNC_FUNCTION, Extension::of_function(me.tgfoid));
             fires && !harmless && !claim
         });

@@ -27,6 +27,7 @@ mod extension;
 mod flag;
 mod key;
 mod owner;
+mod progress;
 mod restore;
 mod scan;
 mod similar;

@@ -229,16 +229,13 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
     let flags = data.tg_event;
     let new = trigger.new();
     // SAFETY: a trigger's name is a C string.
-    let name = unsafe { CStr::from_ptr(trigger.trigger().tgname) }.to_string_lossy();
-    // (Citus's copy on a shard: `<name>_<shard id>`)
-    let shard_copy = name
-        .strip_prefix(CLAIM_TRIGGER)
-        .and_then(|rest| rest.strip_prefix('_'))
-        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+    let name = unsafe { CStr::from_ptr(trigger.trigger().tgname) };
+    let claim_name = claim_trigger_name(name.to_bytes());
     if flags & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
         || flags & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_UPDATE
-        || !(name == CLAIM_TRIGGER || shard_copy)
+        || claim_name.is_none()
     {
+        let name = name.to_string_lossy();
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             format!(
@@ -252,7 +249,8 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
     }
     let fn_oid = trigger.trigger().tgfoid;
     // SAFETY: a row trigger's relation is open while it fires.
-    if shard_copy || !unsafe { unchecked_updates(data.tg_relation, fn_oid) } {
+    let unchecked = unsafe { unchecked_updates(data.tg_relation, fn_oid) };
+    if claim_name == Some(ClaimName::ShardCopy) || !unchecked {
         return new;
     }
     // SAFETY: as above.
@@ -297,6 +295,27 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
         }
     }
     new
+}
+
+/// How a trigger is named [`CLAIM_TRIGGER`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClaimName {
+    /// Exactly.
+    Table,
+    /// As Citus names its copy on a shard: `<name>_<shard id>`.
+    ShardCopy,
+}
+
+/// Whether trigger name `name` is that of the claim trigger, and how.
+pub(super) fn claim_trigger_name(name: &[u8]) -> Option<ClaimName> {
+    let rest = name.strip_prefix(CLAIM_TRIGGER.as_bytes())?;
+    match rest.strip_prefix(b"_") {
+        None if rest.is_empty() => Some(ClaimName::Table),
+        Some(id) if !id.is_empty() && id.iter().all(u8::is_ascii_digit) => {
+            Some(ClaimName::ShardCopy)
+        }
+        _ => None,
+    }
 }
 
 /// Whether `rel` has an enabled duplicate check of the extension that owns `sync_fn` which

@@ -1,5 +1,6 @@
 //! The server calls whose form differs between the PostgreSQL versions pg_minhash builds for
-//! (15 and 18, one Cargo feature each): every version gate of the crate is in this module.
+//! (15, 16, 17 and 18, one Cargo feature each): every version gate of the crate is in this
+//! module.
 
 use pgrx::pg_sys;
 
@@ -17,7 +18,7 @@ pub(crate) unsafe fn attributes<'a>(
 ) -> &'a [pg_sys::FormData_pg_attribute] {
     // SAFETY: by the caller's contract `desc` is valid; `natts` counts the attributes.
     let natts = unsafe { (*desc).natts } as usize;
-    #[cfg(feature = "pg15")]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
     // SAFETY: the `attrs` flexible array of a valid descriptor holds `natts` attributes.
     let attributes = unsafe { (*desc).attrs.as_slice(natts) };
     #[cfg(feature = "pg18")]
@@ -47,7 +48,7 @@ pub(crate) unsafe fn index_beginscan(
     nkeys: i32,
     norderbys: i32,
 ) -> pg_sys::IndexScanDesc {
-    #[cfg(feature = "pg15")]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
     // SAFETY: by the caller's contract.
     let scan = unsafe { pg_sys::index_beginscan(heap, index, snapshot, nkeys, norderbys) };
     #[cfg(feature = "pg18")]
@@ -143,7 +144,7 @@ pub(crate) unsafe fn attr_map_by_name(
     #[cfg(feature = "pg15")]
     // SAFETY: per the contract.
     let map = unsafe { pg_sys::build_attrmap_by_name(indesc, outdesc) };
-    #[cfg(feature = "pg18")]
+    #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
     // SAFETY: per the contract.
     let map = unsafe { pg_sys::build_attrmap_by_name(indesc, outdesc, false) };
     map

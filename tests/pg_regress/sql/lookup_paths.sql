@@ -146,24 +146,8 @@ SELECT count(*) FROM minhash_similar('notes', 'x');
 ROLLBACK;
 SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 
--- Another backend's changes reach this backend's cache: a changed catalog row, a dropped band
--- index (lookups fall back to SQL), a new one (direct again).
-CREATE EXTENSION dblink;
-CREATE FUNCTION pg_temp.elsewhere(q text) RETURNS text LANGUAGE sql AS $$
-    SELECT dblink_exec(format('host=%s port=%s dbname=%s',
-                              split_part(current_setting('unix_socket_directories'), ',', 1),
-                              current_setting('port'), current_database()), q)
-$$;
-SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
-SELECT pg_temp.elsewhere($$UPDATE minhash_indexes SET threshold = 0.7 WHERE tbl = 'notes'::regclass$$);
-SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
-SELECT pg_temp.elsewhere('DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx');
-SELECT * FROM minhash_internal._minhash_direct_reads('notes');
-SELECT count(*) AS at_0_7 FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
-SELECT pg_temp.elsewhere('CREATE INDEX notes_bands_again ON notes_minhash_bands (key, id) INCLUDE (sketch1, sketch2)');
-SELECT * FROM minhash_internal._minhash_direct_reads('notes');
-SELECT pg_temp.differences('direct_fresh') AS differences;
-DROP EXTENSION dblink;
+-- (Another backend's changes to the catalog and the band indexes: tests/isolation/specs/
+-- cache_invalidation.spec.)
 
 SELECT minhash_index_drop('notes');
 DROP TABLE notes;

@@ -1,0 +1,72 @@
+//! Progress of the long maintenance calls (`minhash_index_check`, `minhash_index_stats`), as
+//! `minhash_index_create` reports it: their SQL counts each row it reads through
+//! [`_minhash_progress`], and a call that has run for two seconds reports in a NOTICE at each
+//! further tenth of its rows: rows done, percentage and rate.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use pgrx::prelude::*;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+/// How long a call runs before it reports.
+const QUIET: Duration = Duration::from_secs(2);
+
+/// The call being counted.
+struct Run {
+    /// Its id (see [`_minhash_progress`]).
+    id: f64,
+    started: Instant,
+    done: i64,
+    /// The tenth of the rows last reported.
+    reported: i64,
+}
+
+thread_local! {
+    static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
+}
+
+/// Counts `weight` of the `total` `unit` (e.g. "rows") that `what` (e.g. "minhash_index_check on
+/// public.docs") reads, for the call with id `run` (a value of its own, such as its start
+/// time); reports as described above. True. (A weight above 1 counts a sample: the SQL calls
+/// this for one band row in 64, by its key, with weight 64, as a call costs about as much as
+/// reading a band row.) Parallel restricted: one backend counts every row.
+#[pg_extern(volatile, parallel_restricted, schema = "minhash_internal")]
+fn _minhash_progress(what: &str, unit: &str, total: i64, run: f64, weight: i64) -> bool {
+    RUN.with_borrow_mut(|current| {
+        let state = match current {
+            Some(state) if state.id == run => state,
+            _ => current.insert(Run {
+                id: run,
+                started: Instant::now(),
+                done: 0,
+                reported: 0,
+            }),
+        };
+        state.done = state.done.saturating_add(weight);
+        let tenth = if total > 0 {
+            state.done.saturating_mul(10) / total
+        } else {
+            0
+        };
+        if tenth > state.reported && tenth < 10 {
+            state.reported = tenth;
+            let elapsed = state.started.elapsed();
+            if elapsed >= QUIET {
+                let rate = state.done as f64 / elapsed.as_secs_f64();
+                pgrx::pg_sys::panic::ErrorReport::new(
+                    PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+                    format!(
+                        "{what}: {} of {total} {unit} ({}%), {} {unit}/s",
+                        state.done,
+                        tenth * 10,
+                        rate.round()
+                    ),
+                    "pg_minhash",
+                )
+                .report(PgLogLevel::NOTICE);
+            }
+        }
+    });
+    true
+}
