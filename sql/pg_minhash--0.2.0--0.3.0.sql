@@ -34,6 +34,7 @@ BEGIN
     SELECT * INTO cfg FROM @extschema@.minhash_indexes i
     WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl;
     IF NOT FOUND THEN
+        PERFORM minhash_internal._minhash_check_indexable(tbl);
         RAISE EXCEPTION 'table % has no minhash index', tbl
             USING ERRCODE = 'undefined_object',
                   HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
@@ -171,10 +172,7 @@ BEGIN
     END IF;
     SELECT c.relname, c.relkind, c.relpersistence, c.relispartition, n.nspname, c.relowner INTO rel
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
-    IF rel.relkind NOT IN ('r', 'p') THEN
-        RAISE EXCEPTION '% is not a table', tbl USING ERRCODE = 'wrong_object_type',
-            HINT = 'Views, materialized views and foreign tables cannot have a minhash index.';
-    END IF;
+    PERFORM minhash_internal._minhash_check_indexable(tbl);
     -- (an index covers a whole partition tree; its triggers would not see rows written through
     -- the tables above the partition)
     IF rel.relispartition THEN
@@ -886,6 +884,119 @@ AS $$
     CROSS JOIN LATERAL minhash_internal._minhash_citus_keyed_pairs(c, minhash_duplicates.id_type, q.threshold) p
     WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
 $$;
+
+-- The relation a call names is checked to be a table or a partitioned table where it is used
+-- (42809 naming what it is); minhash_index_check and minhash_index_stats report progress and
+-- read what they count once.
+CREATE FUNCTION minhash_internal."_minhash_check_indexable"(
+	"rel" regclass /* Regclass */
+) RETURNS bool /* bool */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_check_indexable_wrapper';
+
+CREATE FUNCTION minhash_internal."_minhash_progress"(
+	"what" TEXT, /* & str */
+	"unit" TEXT, /* & str */
+	"total" bigint, /* i64 */
+	"run" double precision, /* f64 */
+	"weight" bigint /* i64 */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL RESTRICTED
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_progress_wrapper';
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
+RETURNS TABLE (missing bigint, orphaned bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    counts jsonb;
+    source text := cfg.tbl::text;
+    band text := cfg.band_table::text;
+    progress text;
+BEGIN
+    -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
+    -- read (one in 64 counted for 64), of about as many as the table and the band table had
+    -- when last vacuumed, analyzed or indexed; in the target list, where it leaves the
+    -- planner's estimates alone.
+    -- (Not on a Citus table, whose rows are read on the workers.)
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        progress := format('minhash_internal._minhash_progress(%L, %L, %s, %s, ',
+            'minhash_index_check on ' || cfg.tbl::text, 'rows and band rows',
+            (SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c
+             WHERE c.oid IN (cfg.tbl, cfg.band_table)),
+            extract(epoch FROM clock_timestamp()));
+        source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
+        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
+                       progress, cfg.band_table);
+    END IF;
+    -- The band rows the table's rows give (expected) against those the band table holds, as
+    -- multisets: missing = expected EXCEPT ALL held, orphaned = held EXCEPT ALL expected, both
+    -- from one grouping of the two.
+    counts := minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'SELECT pg_catalog.jsonb_build_array(
+             coalesce(pg_catalog.sum(GREATEST(g.expected - g.held, 0)), 0),
+             coalesce(pg_catalog.sum(GREATEST(g.held - g.expected, 0)), 0))
+         FROM (SELECT pg_catalog.count(*) FILTER (WHERE r.expected) AS expected,
+                      pg_catalog.count(*) FILTER (WHERE NOT r.expected) AS held
+               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2, true AS expected FROM (%1$s) e
+                     UNION ALL
+                     SELECT b.id, b.key, b.sketch1, b.sketch2, false FROM %2$s b) r
+               GROUP BY r.id, r.key, r.sketch1, r.sketch2) g',
+        minhash_internal._minhash_band_rows_sql(cfg, source), band));
+    RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
+RETURNS TABLE (rows_indexed bigint, keys bigint, distinct_buckets bigint, largest_bucket bigint,
+               bucket_histogram jsonb)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    stats jsonb;
+    band text := cfg.band_table::text;
+BEGIN
+    -- Progress (src/index/progress.rs) over the band rows (one in 64 counted for 64), of about
+    -- as many as the band table had when last vacuumed, analyzed or indexed. (Not on a Citus
+    -- table.)
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0
+                                          THEN minhash_internal._minhash_progress(%L, %L, %s, %s, 64) END
+                         FROM %s b)',
+                       'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
+                       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
+                       extract(epoch FROM clock_timestamp()), cfg.band_table);
+    END IF;
+    -- One read of the band rows: the rows of each key (its bucket) and the ids, as two grouping
+    -- sets. Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
+    stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'WITH groups AS MATERIALIZED (
+             SELECT pg_catalog.count(*) AS size, GROUPING(b.key) AS of_id
+             FROM %1$s b GROUP BY GROUPING SETS ((b.key), (b.id))),
+         buckets AS (SELECT size FROM groups WHERE of_id = 0),
+         classes AS (
+             SELECT CASE WHEN size <= 2 THEN size::text
+                         ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
+                    pg_catalog.min(size) AS lo, pg_catalog.count(*) AS n
+             FROM (SELECT size, (2 ^ pg_catalog.ceil(pg_catalog.log(2, size)))::bigint AS p
+                   FROM buckets) b
+             GROUP BY 1)
+         SELECT pg_catalog.jsonb_build_array(
+                (SELECT pg_catalog.count(*) FROM groups WHERE of_id = 1),
+                (SELECT coalesce(pg_catalog.sum(size), 0) FROM buckets),
+                (SELECT pg_catalog.count(*) FROM buckets),
+                (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
+                (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
+                                            ''{}'') FROM classes))',
+        band));
+    RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
+                        (stats ->> 3)::bigint, stats -> 4;
+END $$;
 
 -- Every indexed table, and every table of an indexed partition tree, gets the claim trigger
 -- "~minhash_sync_claim" beside its sync triggers: an UPDATE that a duplicate check does not
