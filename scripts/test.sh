@@ -9,10 +9,12 @@
 # (writers of every kind), tests/constraint (the duplicate trigger's guarantees at each
 # isolation level), tests/ddl_race (writers racing rebuild, drop and create), logical
 # replication in tests/replication, the huge-input run under an address-space limit in
-# tests/limits and an immediate shutdown in tests/crash; on PostgreSQL 15 also a coordinator
+# tests/limits, an immediate shutdown in tests/crash and progress and cancel of the long
+# maintenance calls in tests/progress; on PostgreSQL 15 also a coordinator
 # and two workers of Citus in tests/citus (an installed Citus, or one built from the source
 # tarball CITUS_SOURCE names or from ../shared/citus; without any, skipped, as the closing
-# line says).
+# line says); last, the packages of scripts/package.sh installed on every version in
+# tests/package.
 # Prints one closing line counting every version's tests.
 # PostgreSQL refuses to run as root, so the test clusters run as the `postgres` user in
 # throwaway directories.
@@ -53,7 +55,8 @@ for major in $PG_MAJORS; do
         bash tests/replication/run.sh
         bash tests/limits/run.sh
         bash tests/crash/run.sh
-        long=6 long_runs=", concurrency, constraint, DDL race, replication, limits and crash runs"
+        bash tests/progress/run.sh
+        long=7 long_runs=", concurrency, constraint, DDL race, replication, limits, crash and progress runs"
     fi
     # (Citus runs on the system PostgreSQL 15; CITUS_REQUIRED=1 fails where it would be skipped)
     citus=0 citus_run=""
@@ -77,6 +80,11 @@ for major in $PG_MAJORS; do
     summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, $isolation isolation specs,"
                 "dump and upgrade runs$long_runs$citus_run in $((SECONDS - start)) s;")
 done
+
+# the packages, built and installed for every version
+PG_MAJORS="$PG_MAJORS" bash tests/package/run.sh
+total=$((total + 1))
+summaries+=("packages installed and updated on PostgreSQL ${PG_MAJORS// /, };")
 
 summary="${summaries[*]}"
 echo

@@ -959,25 +959,28 @@ AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     stats jsonb;
-    band text := cfg.band_table::text;
+    -- the rows of each key (its bucket, of_id 0) and of each id (of_id 1): on one node as two
+    -- grouping sets of one read of the band rows, with progress (src/index/progress.rs) over
+    -- them (one in 64 counted for 64), of about as many as the band table had when last
+    -- vacuumed, analyzed or indexed; on Citus, which plans no grouping sets, as two groupings
+    groups text := format(
+        'SELECT pg_catalog.count(*) AS size, GROUPING(b.key) AS of_id
+         FROM (SELECT b.*, CASE WHEN (b.key & 63) = 0
+                                THEN minhash_internal._minhash_progress(%L, %L, %s, %s, 64) END
+               FROM %s b) b
+         GROUP BY GROUPING SETS ((b.key), (b.id))',
+        'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
+        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
+        extract(epoch FROM clock_timestamp()), cfg.band_table);
 BEGIN
-    -- Progress (src/index/progress.rs) over the band rows (one in 64 counted for 64), of about
-    -- as many as the band table had when last vacuumed, analyzed or indexed. (Not on a Citus
-    -- table.)
-    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
-        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0
-                                          THEN minhash_internal._minhash_progress(%L, %L, %s, %s, 64) END
-                         FROM %s b)',
-                       'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
-                       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
-                       extract(epoch FROM clock_timestamp()), cfg.band_table);
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s GROUP BY key
+                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s GROUP BY id',
+                         cfg.band_table);
     END IF;
-    -- One read of the band rows: the rows of each key (its bucket) and the ids, as two grouping
-    -- sets. Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
+    -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
     stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'WITH groups AS MATERIALIZED (
-             SELECT pg_catalog.count(*) AS size, GROUPING(b.key) AS of_id
-             FROM %1$s b GROUP BY GROUPING SETS ((b.key), (b.id))),
+        'WITH groups AS MATERIALIZED (%1$s),
          buckets AS (SELECT size FROM groups WHERE of_id = 0),
          classes AS (
              SELECT CASE WHEN size <= 2 THEN size::text
@@ -993,7 +996,7 @@ BEGIN
                 (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
                 (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
                                             ''{}'') FROM classes))',
-        band));
+        groups));
     RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
                         (stats ->> 3)::bigint, stats -> 4;
 END $$;

@@ -199,6 +199,7 @@ impl IndexConfig {
         name: pg_sys::Oid,
     ) -> Rc<IndexConfig> {
         Self::find(client, fn_oid, name).unwrap_or_else(|| {
+            check_indexable(name);
             // SAFETY: the relation is opened with a lock (or not found) and closed again; its
             // trigger descriptor is read while it is open.
             unsafe {
@@ -212,7 +213,6 @@ impl IndexConfig {
                     }
                 }
             }
-            check_indexable(name);
             raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
                 format!("table {} has no minhash index", regclass_name(name)),

@@ -383,6 +383,8 @@ fn minhash_flag_duplicate<'a>(
             .collect();
         // SAFETY: the firing relation and trigger.
         unsafe { check_fires_last(data.tg_relation, trigger.trigger(), op, &read) };
+        // SAFETY: the descriptor of the firing relation.
+        unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
         // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described
         // by its descriptor.
         let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
@@ -611,6 +613,37 @@ unsafe fn check_fires_last(rel: pg_sys::Relation, me: &pg_sys::Trigger, op: u32,
                     "The duplicate check must see the row as it will be stored: BEFORE triggers \
                      fire in the order of their names, so give the duplicate trigger a name \
                      that sorts after the others."
+                        .into(),
+                ),
+            );
+        }
+    }
+}
+
+/// Raises 0A000 if one of the columns the check reads (attribute numbers `read` of `tupdesc`,
+/// the descriptor of relation `rel`) is a stored generated column: PostgreSQL computes those
+/// after the BEFORE triggers, so the check would see the row without its value.
+///
+/// # Safety
+/// `tupdesc` is a valid tuple descriptor whose attributes include `read`.
+unsafe fn refuse_stored_generated(tupdesc: pg_sys::TupleDesc, rel: pg_sys::Oid, read: &[usize]) {
+    // SAFETY: per the contract.
+    let attributes = unsafe { compat::attributes(tupdesc) };
+    for &attno in read {
+        let attribute = &attributes[attno - 1];
+        if attribute.attgenerated == b's' as std::ffi::c_char {
+            raise(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!(
+                    "minhash_flag_duplicate() cannot check column \"{}\" of {}: it is a stored \
+                     generated column",
+                    pgrx::name_data_to_str(&attribute.attname),
+                    regclass_name(rel)
+                ),
+                Some(
+                    "PostgreSQL computes stored generated columns after the BEFORE triggers that \
+                     check a row. Index the generating expression instead: \
+                     minhash_index_create(..., text_expression => '...')."
                         .into(),
                 ),
             );

@@ -1,7 +1,8 @@
 //! Progress of the long maintenance calls (`minhash_index_check`, `minhash_index_stats`), as
 //! `minhash_index_create` reports it: their SQL counts each row it reads through
-//! [`_minhash_progress`], and a call that has run for two seconds reports in a NOTICE at each
-//! further tenth of its rows: rows done, percentage and rate.
+//! [`_minhash_progress`], and a call on a large table (a million rows or band rows to read, or
+//! more) or one that has run for two seconds reports in a NOTICE at each further tenth of its
+//! rows: rows done, percentage and rate.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -9,8 +10,11 @@ use std::time::{Duration, Instant};
 use pgrx::prelude::*;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
-/// How long a call runs before it reports.
+/// How long a call on a smaller table runs before it reports.
 const QUIET: Duration = Duration::from_secs(2);
+
+/// The rows (and band rows) to read from which a call reports from the start.
+const LARGE: i64 = 1_000_000;
 
 /// The call being counted.
 struct Run {
@@ -52,7 +56,7 @@ fn _minhash_progress(what: &str, unit: &str, total: i64, run: f64, weight: i64) 
         if tenth > state.reported && tenth < 10 {
             state.reported = tenth;
             let elapsed = state.started.elapsed();
-            if elapsed >= QUIET {
+            if total >= LARGE || elapsed >= QUIET {
                 let rate = state.done as f64 / elapsed.as_secs_f64();
                 pgrx::pg_sys::panic::ErrorReport::new(
                     PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,

@@ -126,3 +126,17 @@ ALTER TABLE posts RENAME COLUMN headline TO title;
 RESET session_replication_role;
 SELECT minhash_index_drop('posts', cascade => true);
 DROP TABLE posts;
+-- A text that is a stored generated column is computed after the BEFORE triggers: the check
+-- refuses it (0A000) rather than check the row without it; the index itself follows it.
+CREATE TABLE gen_posts (id bigint PRIMARY KEY, raw text,
+                        body text GENERATED ALWAYS AS (lower(raw)) STORED, dup bigint);
+INSERT INTO gen_posts (id, raw) VALUES (1, 'Cheap flights to Porto in August');
+SELECT minhash_index_create('gen_posts', 'id', 'body') IS NOT NULL AS created;
+CREATE TRIGGER gen_posts_flag BEFORE INSERT OR UPDATE ON gen_posts
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup');
+SELECT pg_temp.try($$INSERT INTO gen_posts (id, raw) VALUES (2, 'CHEAP FLIGHTS TO PORTO IN AUGUST!')$$);
+DROP TRIGGER gen_posts_flag ON gen_posts;
+INSERT INTO gen_posts (id, raw) VALUES (2, 'CHEAP FLIGHTS TO PORTO IN AUGUST!');
+SELECT id FROM minhash_similar('gen_posts', 'cheap flights to porto in august') ORDER BY id;
+SELECT minhash_index_drop('gen_posts');
+DROP TABLE gen_posts;
