@@ -124,16 +124,7 @@ fn _minhash_sync<'a>(
                 .unwrap_or(&relname);
             citus::refuse_index_before_citus(table, name);
         }
-        raise(
-            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            format!(
-                "_minhash_sync() was fired by trigger \"{}\" on {}, which is not a minhash \
-                 sync trigger",
-                trigger.name().unwrap_or("?"),
-                regclass_name(fired_on)
-            ),
-            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
-        )
+        not_ours(trigger.name().unwrap_or("?"), fired_on)
     });
     let fn_oid = trigger.trigger().tgfoid;
     let indexes = Spi::connect(|client| match shard {
@@ -155,14 +146,7 @@ fn _minhash_sync<'a>(
         if event == Event::Insert {
             return Ok(None);
         }
-        raise(
-            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            format!(
-                "_minhash_sync() was fired on {}, which has no minhash index",
-                regclass_name(fired_on)
-            ),
-            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
-        );
+        no_index(fired_on);
     }
     as_owner(owner, || {
         // SAFETY: each band table is opened and locked as a DELETE or INSERT would, checked,
@@ -235,17 +219,10 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
         || flags & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_UPDATE
         || claim_name.is_none()
     {
-        let name = name.to_string_lossy();
-        raise(
-            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            format!(
-                "_minhash_sync() was fired by trigger \"{name}\" on {}, which is not a minhash \
-                 sync trigger",
-                // SAFETY: a trigger's relation is open while it fires.
-                regclass_name(unsafe { (*data.tg_relation).rd_id })
-            ),
-            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
-        );
+        // SAFETY: a trigger's relation is open while it fires.
+        not_ours(&name.to_string_lossy(), unsafe {
+            (*data.tg_relation).rd_id
+        });
     }
     let fn_oid = trigger.trigger().tgfoid;
     // SAFETY: a row trigger's relation is open while it fires.
@@ -260,14 +237,7 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
     let indexes = Spi::connect(|client| IndexConfig::of_table(client, fn_oid, tbl));
     if indexes.is_empty() {
         refuse_newer_index(tbl);
-        raise(
-            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            format!(
-                "_minhash_sync() was fired on {}, which has no minhash index",
-                regclass_name(fired_on)
-            ),
-            Some("Only the triggers minhash_index_create() makes may call _minhash_sync().".into()),
-        );
+        no_index(fired_on);
     }
     let ext = Extension::of_function(fn_oid);
     for cfg in indexes.iter() {
@@ -515,6 +485,34 @@ fn null_id(cfg: &IndexConfig, band: &BandTable) -> ! {
 /// Makes room for `n` more elements in `v` (53200 if memory runs out, rather than an abort).
 fn room<T>(v: &mut Vec<T>, n: usize) {
     capacity::reserve(v, n, "the rows a statement touched").unwrap_or_else(|e| e.fail());
+}
+
+const ONLY_OURS_HINT: &str =
+    "Only the triggers minhash_index_create() makes may call _minhash_sync().";
+
+/// Raises 39P01: `_minhash_sync` was fired on `rel` by trigger `name`, which is not one of ours.
+fn not_ours(name: &str, rel: pg_sys::Oid) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        format!(
+            "_minhash_sync() was fired by trigger \"{name}\" on {}, which is not a minhash sync \
+             trigger",
+            regclass_name(rel)
+        ),
+        Some(ONLY_OURS_HINT.into()),
+    )
+}
+
+/// Raises 39P01: `_minhash_sync` was fired on `rel`, whose table has no minhash index.
+fn no_index(rel: pg_sys::Oid) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        format!(
+            "_minhash_sync() was fired on {}, which has no minhash index",
+            regclass_name(rel)
+        ),
+        Some(ONLY_OURS_HINT.into()),
+    )
 }
 
 /// The event of a trigger firing that is one of ours: an `AFTER ... FOR EACH STATEMENT`
