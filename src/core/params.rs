@@ -129,6 +129,41 @@ pub fn check_k(k: i32) -> Result<usize, ParamError> {
     }
 }
 
+/// Checks a similarity threshold: greater than 0 and at most 1.
+pub fn check_threshold(threshold: f64) -> Result<f64, ParamError> {
+    if threshold > 0.0 && threshold <= 1.0 {
+        Ok(threshold)
+    } else {
+        Err(ParamError::new(format!(
+            "threshold must be greater than 0 and at most 1, got {}",
+            float8_text(threshold)
+        )))
+    }
+}
+
+/// A float as PostgreSQL's `float8out` prints it (shortest round-trip digits; exponent form
+/// below 1e-4 and from 1e15, as `1e+20`, `1.5e-05`; `Infinity`, `NaN`), so that a message
+/// quotes the value as the user wrote it in SQL.
+pub fn float8_text(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let scientific = format!("{v:e}");
+    let (mantissa, exponent) = scientific.split_once('e').expect("{:e} has an exponent");
+    let exponent: i32 = exponent.parse().expect("a decimal exponent");
+    if (-4..15).contains(&exponent) {
+        return format!("{v}");
+    }
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
+}
+
 /// The banding of a signature of `len` slots: `bands` bands of `rows` slots each, using the
 /// first `bands * rows` slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,11 +264,7 @@ fn integrate(lo: f64, hi: f64, f: impl Fn(f64) -> f64) -> f64 {
 /// least `min_recall`, best first: fewest false positives (smallest area under the candidate
 /// curve below the threshold), then fewest false negatives, then fewer slots used.
 pub fn lsh_params(threshold: f64, k: i32, min_recall: f64) -> Result<Vec<LshChoice>, ParamError> {
-    if !(threshold > 0.0 && threshold <= 1.0) {
-        return Err(ParamError::new(format!(
-            "threshold must be greater than 0 and at most 1, got {threshold}"
-        )));
-    }
+    let threshold = check_threshold(threshold)?;
     if !(0.0..=1.0).contains(&min_recall) {
         return Err(ParamError::new(format!(
             "min_recall must be between 0 and 1, got {min_recall}"
@@ -408,5 +439,38 @@ mod tests {
         assert!(lsh_params(0.0, 128, 0.99).is_err());
         assert!(lsh_params(0.8, 0, 0.99).is_err());
         assert!(lsh_params(0.8, 128, 1.5).is_err());
+    }
+
+    #[test]
+    fn thresholds_are_checked_and_quoted_as_postgresql_prints_them() {
+        assert_eq!(check_threshold(0.8).unwrap(), 0.8);
+        assert_eq!(check_threshold(1.0).unwrap(), 1.0);
+        for (bad, text) in [
+            (0.0, "0"),
+            (-1.0, "-1"),
+            (1.5, "1.5"),
+            (1e20, "1e+20"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NAN, "NaN"),
+        ] {
+            let e = check_threshold(bad).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("threshold must be greater than 0 and at most 1, got {text}")
+            );
+        }
+        // (outputs of SELECT x::float8 in PostgreSQL 15)
+        for (v, text) in [
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-4, "0.0001"),
+            (1.5e-5, "1.5e-05"),
+            (123456789012345.6, "123456789012345.6"),
+            (1e15, "1e+15"),
+            (-2.5e-300, "-2.5e-300"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (-0.0, "-0"),
+        ] {
+            assert_eq!(float8_text(v), text);
+        }
     }
 }

@@ -8,11 +8,11 @@ use std::rc::Rc;
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
-use pgrx::spi::{OwnedPreparedStatement, SpiClient};
+use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
-use crate::core::params::{Banding, Shingling};
-use crate::pg::error::raise;
+use crate::core::params::{check_threshold, Banding, Shingling};
+use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{qualified, regclass_name, Regclass};
 use crate::pg::tuple::column;
 
@@ -20,21 +20,14 @@ use super::citus;
 use super::extension::Extension;
 use super::key::KeyType;
 use super::owner::relation_owner;
+use super::params::index_params;
+use super::prepared::{self, Access};
 use super::restore::has_sync_trigger;
 use super::scan::{attnum, BandIndex, RowIndex};
-use super::text::TextSource;
-use super::{check_threshold, index_params, spi_failed};
-
-/// Prepared statements kept per backend: the catalog query and the two lookup queries of each
-/// indexed table in use, in practice.
-const MAX_PREPARED: usize = 64;
+use super::spi::spi_failed;
+use super::text::{TextSource, COLUMNS_HINT};
 
 thread_local! {
-    /// Statements planned once per backend, by query text: a lookup or a flagged insert then
-    /// costs no parsing or planning. PostgreSQL re-plans a kept plan by itself when a table it
-    /// reads changes; a renamed table or column changes the text, so it gets a new statement.
-    static PREPARED: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
-
     /// Catalog rows read in this backend, by table: its indexes, in the order of their band
     /// tables' OIDs. An entry is dropped when PostgreSQL invalidates the relcache entry of its
     /// table (or a table of its partition tree) or of one of its band tables: DDL on either (the index
@@ -408,7 +401,7 @@ impl IndexConfig {
         // Every value of the row is input (its table's owner may write it): checked here, and
         // the column types taken from pg_attribute, never from the row.
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
-        let threshold = check_threshold(threshold);
+        let threshold = check_threshold(threshold).or_raise();
         let distributed = citus::is_citus_table(band_table);
         let id_type = column_type(tbl, &id_column);
         // SAFETY: a catalog lookup by OID and attribute number; InvalidOid for a band table
@@ -719,39 +712,8 @@ pub(super) fn with_prepared_args<T>(
     params: &[pgrx::datum::DatumWithOid<'_>],
     read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
 ) -> T {
-    // taken out of the cache while it runs, so a nested lookup cannot find it borrowed
-    let kept = PREPARED.with_borrow_mut(|cache| cache.remove(sql));
-    let run = || -> pgrx::spi::Result<(OwnedPreparedStatement, T)> {
-        let statement = match kept {
-            Some(statement) => statement,
-            None => client.prepare(sql, param_types)?.keep(),
-        };
-        let result = read(client.select(&statement, None, params)?)?;
-        Ok((statement, result))
-    };
-    let (statement, result) = run().unwrap_or_else(|e| spi_failed(e));
-    PREPARED.with_borrow_mut(|cache| {
-        if cache.len() >= MAX_PREPARED {
-            cache.clear();
-        }
-        cache.insert(sql.to_owned(), statement);
-    });
-    result
-}
-
-pub(super) const COLUMNS_HINT: &str =
-    "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
-
-/// The trigger's arguments as given to CREATE TRIGGER.
-pub(super) fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
-    (0..trigger.tgnargs as usize)
-        .map(|i| {
-            // SAFETY: tgargs holds tgnargs C strings.
-            unsafe { std::ffi::CStr::from_ptr(*trigger.tgargs.add(i)) }
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect()
+    prepared::run(client, sql, Access::Read, param_types, params, read)
+        .unwrap_or_else(|e| spi_failed(e))
 }
 
 /// Raises 42809 unless relation `rel` is a table or a partitioned table, the relations a

@@ -22,14 +22,14 @@ use pgrx::prelude::*;
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::Shingling;
+use crate::pg::backend::interrupts;
 use crate::pg::error::{raise, OrRaise};
-use crate::sql::interrupts;
 
-use super::catalog::trigger_args;
 use super::extension::Extension;
 use super::owner::SettingScope;
 use super::restore::{is_ours, triggers, SYNC_FUNCTION, SYNC_INSERT_TRIGGER};
-use super::spi_failed;
+use super::spi::spi_failed;
+use super::trigger::trigger_args;
 
 /// A shard of a Citus table, on this node.
 #[derive(Clone, Copy)]

@@ -28,8 +28,8 @@ use pgrx::prelude::*;
 use crate::core::capacity;
 use crate::pg::compat;
 
+use super::band::BandRow;
 use super::key::{Id, KeyType};
-use super::sync::BandRow;
 
 /// One row's claimed band rows.
 struct Claim {

@@ -12,25 +12,25 @@ use pgrx::prelude::*;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
+use crate::core::params::float8_text;
 use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
+use crate::pg::backend::interrupts;
 use crate::pg::compat;
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
-use crate::sql::interrupts;
 
-use super::catalog::{
-    ambiguous, indexed_table, refuse_newer_index, trigger_args, IndexConfig, COLUMNS_HINT,
-};
-
+use super::band::band_entry;
+use super::catalog::{ambiguous, indexed_table, refuse_newer_index, IndexConfig};
 use super::citus::{nested_execution, sync_trigger_args, Shard};
 use super::extension::Extension;
 use super::key::Id;
 use super::owner::{as_owner, relation_owner};
+use super::params::checked_threshold;
 use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
 use super::sync::{claim_band_rows, claim_trigger_name, id_attribute, withdraw_claim};
-use super::text::utf8;
-use super::{band_entry, checked_threshold, float8_text};
+use super::text::{utf8, COLUMNS_HINT};
+use super::trigger::trigger_args;
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
 /// whether the transaction's snapshot sees it.

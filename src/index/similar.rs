@@ -13,21 +13,22 @@ use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::sketch::{equal_bits, min_equal_bits, LOOKUP_SKETCH_MISS_PROBABILITY};
+use crate::pg::backend::interrupts;
 use crate::pg::error::raise;
+use crate::pg::ids::type_name;
 use crate::pg::names::{
     qualified, qualified_name, quote_ident_str, quote_literal, regclass_name, Regclass,
 };
-use crate::sql::interrupts;
 
 use super::catalog::{with_prepared, with_prepared_args, IndexConfig};
 
+use super::band::band_entry;
 use super::key::{Id, KeyType};
 use super::owner::{as_owner, relation_owner};
+use super::params::{checked_threshold, notice_low_threshold};
 use super::scan::{BandIndex, RowIndex};
+use super::spi::{for_each_spi_row, for_each_text_row};
 use super::text::TextSource;
-use super::{
-    band_entry, checked_threshold, for_each_spi_row, for_each_text_row, notice_low_threshold,
-};
 
 impl IndexConfig {
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
@@ -307,14 +308,6 @@ fn id_type_argument(
         );
     }
     given
-}
-
-/// A type's name as SQL writes it (`uuid`, `character varying`).
-fn type_name(typid: pg_sys::Oid) -> String {
-    // SAFETY: format_type_be takes any OID and returns a palloc'd C string.
-    unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(typid)) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// `id` as a value of the id column's type `id_type`, for a result row.

@@ -32,7 +32,6 @@ use std::ffi::{c_int, CStr};
 
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
-use pgrx::spi::OwnedPreparedStatement;
 use pgrx::{PgBuiltInOids, PgMemoryContexts, PgOid, PgSqlErrorCode};
 
 use crate::core::capacity;
@@ -40,18 +39,21 @@ use crate::core::sketch::BandSketch;
 use crate::pg::compat;
 use crate::pg::error::raise;
 
+use super::band::{band_entry, band_row, BandRow};
 use super::catalog::with_prepared;
 use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
+use super::prepared::{self, Access};
+use super::spi::for_each_text_row;
 use super::text::{utf8, TextReader};
-use super::{band_entry, for_each_text_row};
 use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_name};
 
-use super::catalog::{indexed_table, refuse_newer_index, trigger_args, IndexConfig};
+use super::catalog::{indexed_table, refuse_newer_index, IndexConfig};
 use super::citus::{self, Shard};
 use super::owner::{as_owner, relation_owner};
 use super::restore::{self, only_load_trigger};
+use super::trigger::trigger_args;
 
 /// Band rows gathered before one `INSERT` writes them.
 const INSERT_BATCH: usize = 10_000;
@@ -989,17 +991,8 @@ impl BandTable {
     }
 }
 
-thread_local! {
-    /// The INSERT and DELETE statements of the band tables written in this backend, by query
-    /// text.
-    static STATEMENTS: std::cell::RefCell<std::collections::HashMap<String, OwnedPreparedStatement>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
-}
-
-/// Statements kept in [`STATEMENTS`]; beyond this many, all are dropped.
-const MAX_STATEMENTS: usize = 64;
-
-/// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend.
+/// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend
+/// (`prepared`).
 fn run_prepared(sql: &str, types: &[PgOid], args: &[pgrx::datum::DatumWithOid<'_>]) {
     run_prepared_with(sql, types, args, |_| Ok(()));
 }
@@ -1011,22 +1004,8 @@ fn run_prepared_with(
     args: &[pgrx::datum::DatumWithOid<'_>],
     result: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
 ) {
-    let kept = STATEMENTS.with_borrow_mut(|cache| cache.remove(sql));
-    let statement = Spi::connect(|client| -> pgrx::spi::Result<OwnedPreparedStatement> {
-        let statement = match kept {
-            Some(statement) => statement,
-            None => client.prepare_mut(sql, types)?.keep(),
-        };
-        result(client.select(&statement, None, args)?)?;
-        Ok(statement)
-    })
-    .unwrap_or_else(|e| spi_write_failed(e));
-    STATEMENTS.with_borrow_mut(|cache| {
-        if cache.len() >= MAX_STATEMENTS {
-            cache.clear();
-        }
-        cache.insert(sql.to_owned(), statement);
-    });
+    Spi::connect(|client| prepared::run(client, sql, Access::Write, types, args, result))
+        .unwrap_or_else(|e| spi_write_failed(e));
 }
 
 fn spi_write_failed(e: pgrx::spi::Error) -> ! {
@@ -1035,14 +1014,6 @@ fn spi_write_failed(e: pgrx::spi::Error) -> ! {
         format!("writing the band table through SPI failed: {e}"),
         None,
     )
-}
-
-/// One band row: `(id, key, [sketch1, sketch2])`.
-pub(super) type BandRow = (Id, i64, [i64; 2]);
-
-/// The band row of key `key` of the row with id `id` and band sketch `sketch`.
-fn band_row(id: &Id, key: i64, sketch: BandSketch) -> BandRow {
-    (id.clone(), key, sketch.map(|w| w as i64))
 }
 
 /// Band rows on their way into an open band table: one prepared `INSERT ... SELECT unnest(...)`

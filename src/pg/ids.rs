@@ -14,7 +14,10 @@ use pgrx::prelude::*;
 use pgrx::{AnyElement, PgSqlErrorCode};
 
 use crate::core::capacity::{push, reserve};
+use crate::core::dedup::Corpus;
+use crate::core::params::ClusterMode;
 use crate::core::sort::sort_by;
+use crate::pg::backend::interrupts;
 use crate::pg::error::{raise, OrRaise};
 
 /// What the ids' memory holds; named in out-of-memory errors.
@@ -210,4 +213,31 @@ pub fn type_name(typ: pg_sys::Oid) -> String {
     unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(typ)) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// The rows of a typed pair search, `(id_a, id_b, similarity)`, and of a typed cluster search,
+/// `(id, cluster_id)` (each `#[pg_extern]` names the columns).
+pub(crate) type PairRows = TableIterator<'static, (AnyElement, AnyElement, f64)>;
+pub(crate) type ClusterRows = TableIterator<'static, (AnyElement, AnyElement)>;
+
+/// Makes the corpus's ids (the positions `ids` gave) the ranks of the ids in their ordering.
+pub(crate) fn by_rank(corpus: &mut Corpus, ids: &mut Ids) {
+    let ranks = ids.rank(&mut interrupts);
+    corpus.rename(|position| ranks[position as usize]);
+}
+
+/// The pairs of `corpus` (ids ranked by [`by_rank`]) as the ids of `ids`.
+pub(crate) fn keyed_pairs(corpus: Corpus, ids: Ids) -> PairRows {
+    let pairs = corpus.duplicates(interrupts).or_raise();
+    TableIterator::new(pairs.map(move |(a, b, similarity)| (ids.get(a), ids.get(b), similarity)))
+}
+
+/// The clusters of `corpus` (ids ranked by [`by_rank`]) in `mode`, as the ids of `ids`.
+pub(crate) fn keyed_clusters(corpus: Corpus, ids: Ids, mode: ClusterMode) -> ClusterRows {
+    let clusters = corpus.clusters_in(mode, &mut interrupts).or_raise();
+    TableIterator::new(
+        clusters
+            .into_iter()
+            .map(move |(id, cluster)| (ids.get(id), ids.get(cluster))),
+    )
 }

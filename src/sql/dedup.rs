@@ -7,16 +7,13 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::{AnyArray, AnyElement, PgSqlErrorCode};
 
+use crate::core::components::try_components;
 use crate::core::dedup::{Corpus, Search};
-use crate::core::params::{check_k, default_banding, ClusterMode, Shingling};
+use crate::core::params::{check_k, check_threshold, default_banding, ClusterMode, Shingling};
+use crate::pg::backend::interrupts;
 use crate::pg::error::{raise, OrRaise};
-use crate::pg::ids::Ids;
-use crate::sql::interrupts;
-
-/// The rows of a typed pair search, `(id_a, id_b, similarity)`, and of a typed cluster search,
-/// `(id, cluster_id)` (each `#[pg_extern]` names the columns).
-pub(crate) type PairRows = TableIterator<'static, (AnyElement, AnyElement, f64)>;
-pub(crate) type ClusterRows = TableIterator<'static, (AnyElement, AnyElement)>;
+use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
+use crate::sql::array_arg;
 
 /// Every pair of near-duplicate texts among `texts`, as their `ids` (`id_a < id_b` in the ids'
 /// ordering), with exact Jaccard similarity, ordered by `(id_a, id_b)`.
@@ -66,7 +63,7 @@ fn minhash_clusters_of_arrays(
 
 /// The search of the array forms' arguments, banded as `minhash_index_create` bands an index.
 fn array_search(threshold: f64, k: i32, ngram: i32, unit: &str) -> Search {
-    let threshold = crate::index::check_threshold(threshold);
+    let threshold = check_threshold(threshold).or_raise();
     let shingling = Shingling::new(ngram, unit).or_raise();
     let banding = default_banding(threshold, k).or_raise();
     Search {
@@ -185,24 +182,24 @@ unsafe fn elements(
     }
 }
 
-/// Makes the corpus's ids (the positions `ids` gave) the ranks of the ids in their ordering.
-pub(crate) fn by_rank(corpus: &mut Corpus, ids: &mut Ids) {
-    let ranks = ids.rank(&mut interrupts);
-    corpus.rename(|position| ranks[position as usize]);
-}
-
-/// The pairs of `corpus` (ids ranked by [`by_rank`]) as the ids of `ids`.
-pub(crate) fn keyed_pairs(corpus: Corpus, ids: Ids) -> PairRows {
-    let pairs = corpus.duplicates(interrupts).or_raise();
-    TableIterator::new(pairs.map(move |(a, b, similarity)| (ids.get(a), ids.get(b), similarity)))
-}
-
-/// The clusters of `corpus` (ids ranked by [`by_rank`]) in `mode`, as the ids of `ids`.
-pub(crate) fn keyed_clusters(corpus: Corpus, ids: Ids, mode: ClusterMode) -> ClusterRows {
-    let clusters = corpus.clusters_in(mode, &mut interrupts).or_raise();
-    TableIterator::new(
-        clusters
-            .into_iter()
-            .map(move |(id, cluster)| (ids.get(id), ids.get(cluster))),
-    )
+/// Connected components of the graph with edges `id_a[i] -- id_b[i]`: every node of a component
+/// of two or more nodes, with the smallest id of its component, ordered by cluster then id.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn minhash_components(
+    id_a: Array<'_, i64>,
+    id_b: Array<'_, i64>,
+) -> TableIterator<'static, (name!(id, i64), name!(cluster_id, i64))> {
+    let (id_a, id_b) = (array_arg(id_a, "id_a"), array_arg(id_b, "id_b"));
+    if id_a.len() != id_b.len() {
+        raise(
+            pgrx::PgSqlErrorCode::ERRCODE_ARRAY_ELEMENT_ERROR,
+            format!(
+                "id_a and id_b have different lengths {} and {}",
+                id_a.len(),
+                id_b.len()
+            ),
+            None,
+        );
+    }
+    TableIterator::new(try_components(id_a.into_iter().zip(id_b), &mut interrupts).or_raise())
 }

@@ -22,13 +22,11 @@ use crate::core::capacity::{reserve, CapacityError};
 use crate::core::hash::FORMAT_VERSION;
 use crate::core::jaccard::{ShingleCache, ShingleSet, SHINGLE_CACHE_BYTES};
 use crate::core::params::{self, check_k, Banding, Shingling, Unit};
-use crate::core::signature::{estimate_similarity, Signer};
+use crate::core::signature::estimate_similarity;
+use crate::pg::backend::{interrupts, SIGNER};
 use crate::pg::error::{raise, OrRaise};
 
 thread_local! {
-    /// One set of signature buffers per backend: signing a table reuses them row after row
-    /// instead of allocating per call.
-    pub(crate) static SIGNER: RefCell<Signer> = RefCell::new(Signer::default());
     /// Shingle sets of the texts `jaccard` saw in this transaction: verifying the candidate
     /// pairs of a table meets each text many times. Emptied when the transaction ends, so an
     /// idle backend holds nothing.
@@ -41,10 +39,6 @@ fn clear_shingle_cache() {
             cache.clear();
         }
     });
-}
-
-pub(crate) fn interrupts() {
-    pgrx::check_for_interrupts!();
 }
 
 /// A signature returned to SQL as int4[]. pgrx builds a `Vec<i32>` result element by element

@@ -1,0 +1,135 @@
+//! Functions internal to the PL/pgSQL of `sql/index.sql` that need Rust: the band rows of a
+//! text, the checked thresholds, and the dependency records of a new band table.
+
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+
+use crate::core::params::{check_threshold, Banding};
+use crate::pg::error::{raise, OrRaise};
+use crate::pg::names::{regclass_name, Regclass};
+
+use super::band::band_entry;
+use super::citus;
+use super::owner;
+use super::params::{checked_threshold, index_params, notice_low_threshold};
+
+/// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
+/// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
+/// returning it costs less than returning rows one by one, and the band-row SQL unnests it.
+#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_band_values(
+    doc: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> Option<Vec<i64>> {
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    let (mut values, sketch) = band_entry(doc, k, shingling, banding)?;
+    values.extend(sketch.map(|w| w as i64));
+    Some(values)
+}
+
+/// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
+/// if it is not indexed. The band-row SQL of a Citus table calls it in `FROM`, where Citus
+/// runs it on the shards (see `_minhash_band_rows_sql` in sql/index.sql).
+#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_band_rows(
+    doc: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    let (keys, sketch) = band_entry(doc, k, shingling, banding).unwrap_or_default();
+    let [s1, s2] = sketch.map(|w| w as i64);
+    TableIterator::new(keys.into_iter().map(move |key| (key, s1, s2)))
+}
+
+/// Internal to the PL/pgSQL functions: a threshold argument (see [`check_threshold`]), or
+/// `fallback` if it is NULL.
+#[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
+fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f64> {
+    threshold
+        .map(|t| check_threshold(t).or_raise())
+        .or(fallback)
+}
+
+/// Internal to the PL/pgSQL searches of an index: a query's threshold argument (NULL: the
+/// index's `index_threshold`), with a NOTICE if it is below the index's (see
+/// [`notice_low_threshold`]) for an index of `bands` bands of `rows_per_band` rows.
+#[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
+fn _minhash_query_threshold(
+    threshold: Option<f64>,
+    index_threshold: f64,
+    bands: i32,
+    rows_per_band: i32,
+) -> f64 {
+    let threshold = checked_threshold(threshold, index_threshold);
+    let banding = Banding {
+        bands: bands as usize,
+        rows: rows_per_band as usize,
+    };
+    notice_low_threshold(threshold, index_threshold, banding);
+    threshold
+}
+
+/// Internal to `minhash_index_create`: records that the band table `band` of `tbl` goes with
+/// `tbl` (dropping the table drops it, as it drops the table's indexes) and with the extension
+/// (`DROP EXTENSION` refuses while it exists, and `DROP EXTENSION ... CASCADE` drops it). The
+/// caller must have the privileges of the owner of both, which must be one role (42501), and
+/// `band` must be an ordinary table (42809): it acts on nothing the caller could not drop.
+#[pg_extern(volatile, strict, parallel_unsafe, schema = "minhash_internal")]
+fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
+    let (tbl, band) = (tbl.0, band.0);
+    let owner = owner::check_owner(tbl);
+    if owner::relation_owner(band) != owner {
+        raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "{} does not belong to the owner of {}",
+                regclass_name(band),
+                regclass_name(tbl)
+            ),
+            None,
+        );
+    }
+    // SAFETY: catalog lookups and dependency records of existing objects (the owner checks
+    // above found both relations); the extension is the one whose script or function runs.
+    unsafe {
+        if pg_sys::get_rel_relkind(band) != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+            raise(
+                PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+                format!("{} is not an ordinary table", regclass_name(band)),
+                None,
+            );
+        }
+        let extension = pg_sys::get_extension_oid(c"pg_minhash".as_ptr(), false);
+        let address = |class: u32, object: pg_sys::Oid| pg_sys::ObjectAddress {
+            classId: pg_sys::Oid::from(class),
+            objectId: object,
+            objectSubId: 0,
+        };
+        // (not for a Citus table: Citus takes a table dropped through an automatic dependency
+        // for a partition whose shards went with its parent's, and would leave the band
+        // table's shards behind; the minhash_ddl_dropped event trigger drops the band table
+        // with its own DROP TABLE instead, after which Citus drops its shards)
+        let citus = citus::is_citus_table(tbl);
+        let band = address(pg_sys::RelationRelationId.into(), band);
+        if !citus {
+            pg_sys::recordDependencyOn(
+                &band,
+                &address(pg_sys::RelationRelationId.into(), tbl),
+                pg_sys::DependencyType::DEPENDENCY_AUTO,
+            );
+        }
+        pg_sys::recordDependencyOn(
+            &band,
+            &address(pg_sys::ExtensionRelationId.into(), extension),
+            pg_sys::DependencyType::DEPENDENCY_NORMAL,
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! An index's settings as the catalog and the PL/pgSQL functions pass them: checked, and
+//! the threshold of a query against the index's own.
+
+use pgrx::PgSqlErrorCode;
+
+use crate::core::params::{
+    candidate_probability, check_k, check_threshold, float8_text, Banding, Shingling,
+};
+use crate::pg::error::OrRaise;
+
+/// The checked signature length, shingling and banding of an index's catalog settings.
+pub(super) fn index_params(
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> (usize, Shingling, Banding) {
+    let k = check_k(k).or_raise();
+    let shingling = Shingling::new(ngram, unit).or_raise();
+    (
+        k,
+        shingling,
+        Banding::new(k, bands, Some(rows_per_band)).or_raise(),
+    )
+}
+
+/// A threshold argument, NULL meaning `fallback` (the index's own).
+pub(super) fn checked_threshold(threshold: Option<f64>, fallback: f64) -> f64 {
+    threshold.map_or(fallback, |t| check_threshold(t).or_raise())
+}
+
+/// Reports in a NOTICE that a query's `threshold` is below its index's own, and how often a
+/// pair of exactly that similarity shares a band key with these bands (`lsh_probability`): the
+/// index was sized for its own threshold, and below it recall falls.
+pub(super) fn notice_low_threshold(threshold: f64, cfg_threshold: f64, banding: Banding) {
+    if threshold >= cfg_threshold {
+        return;
+    }
+    let recall = candidate_probability(threshold, banding.bands, banding.rows);
+    let message = format!(
+        "threshold {} is below the index's {}: a pair of similarity {} is found with \
+         probability {:.3} (lsh_probability({}, {}, {}))",
+        float8_text(threshold),
+        float8_text(cfg_threshold),
+        float8_text(threshold),
+        recall,
+        float8_text(threshold),
+        banding.bands,
+        banding.rows
+    );
+    pgrx::pg_sys::panic::ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+        message,
+        "pg_minhash",
+    )
+    .set_hint(
+        "Pairs above the index's threshold are found as before. For full recall at the lower \
+             threshold, create the index with that threshold.",
+    )
+    .report(pgrx::PgLogLevel::NOTICE);
+}

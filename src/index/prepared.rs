@@ -1,0 +1,56 @@
+//! The backend's prepared statements: each SQL text the index runs through SPI (catalog reads,
+//! lookups, band-table writes) is planned on first use and kept, by its text and whether it
+//! writes, so a lookup or a flagged insert costs no parsing or planning; up to
+//! [`MAX_PREPARED`] statements (beyond, all are dropped and prepared again). PostgreSQL
+//! re-plans a kept plan by itself when a table it reads changes; a renamed table or column
+//! changes the text, so it gets a new statement.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
+use pgrx::PgOid;
+
+/// Statements kept; beyond this many, all are dropped.
+const MAX_PREPARED: usize = 64;
+
+/// Whether a statement only reads (prepared read-only, as SPI runs a `SELECT`) or writes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Access {
+    Read,
+    Write,
+}
+
+thread_local! {
+    static PREPARED: RefCell<HashMap<(String, Access), OwnedPreparedStatement>> =
+        RefCell::new(HashMap::new());
+}
+
+/// Runs `sql` with parameters `args` (of types `types`) through `client`, prepared on first
+/// use, and hands the result to `read`.
+pub(super) fn run<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    access: Access,
+    types: &[PgOid],
+    args: &[DatumWithOid<'_>],
+    read: impl FnOnce(SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> pgrx::spi::Result<T> {
+    let key = (sql.to_owned(), access);
+    // taken out of the cache while it runs, so a nested statement cannot find it borrowed
+    let kept = PREPARED.with_borrow_mut(|cache| cache.remove(&key));
+    let statement = match kept {
+        Some(statement) => statement,
+        None if access == Access::Read => client.prepare(sql, types)?.keep(),
+        None => client.prepare_mut(sql, types)?.keep(),
+    };
+    let result = read(client.select(&statement, None, args)?)?;
+    PREPARED.with_borrow_mut(|cache| {
+        if cache.len() >= MAX_PREPARED {
+            cache.clear();
+        }
+        cache.insert(key, statement);
+    });
+    Ok(result)
+}
