@@ -66,7 +66,7 @@ impl Unit {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Unit::Char => "char",
             Unit::Word => "word",

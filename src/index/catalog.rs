@@ -1,9 +1,6 @@
-//! The `minhash_indexes` catalog as lookups and triggers read it: each backend keeps the rows
-//! it has read (dropped when a row changes) and the statements it has prepared.
-
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::rc::Rc;
+//! The `minhash_indexes` catalog as lookups and triggers read it: an index's row, every value
+//! checked against PostgreSQL's own catalogs ([`IndexDef`]); the table a trigger serves; the
+//! trigger that tells every backend that a row changed.
 
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
@@ -14,56 +11,15 @@ use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 use crate::core::params::{check_threshold, Banding, Shingling};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{qualified, regclass_name, Regclass};
-use crate::pg::tuple::column;
+use crate::pg::tuple::{attnum, column};
 
-use super::citus;
 use super::extension::Extension;
 use super::key::KeyType;
 use super::owner::relation_owner;
 use super::params::index_params;
-use super::prepared::{self, Access};
-use super::restore::has_sync_trigger;
-use super::scan::{attnum, BandIndex, RowIndex};
+use super::prepared::with_prepared;
 use super::spi::spi_failed;
 use super::text::{TextSource, COLUMNS_HINT};
-
-thread_local! {
-    /// Catalog rows read in this backend, by table: its indexes, in the order of their band
-    /// tables' OIDs. An entry is dropped when PostgreSQL invalidates the relcache entry of its
-    /// table (or a table of its partition tree) or of one of its band tables: DDL on either (the index
-    /// functions create and drop the table's triggers) and every change to its catalog row
-    /// (the `minhash_indexes_changed` trigger) does that, in this backend at the end of the
-    /// command and in the others before their next lock on either table or their next
-    /// transaction, as for PostgreSQL's own caches.
-    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Indexes>> = RefCell::new(HashMap::new());
-
-    /// Relations whose relcache entries were invalidated since [`CONFIGS`] was last pruned
-    /// (`None`: all of them). The callback only records them: it may run in the middle of
-    /// anything, including while `CONFIGS` is borrowed.
-    static INVALIDATED: RefCell<Option<Vec<pg_sys::Oid>>> = const { RefCell::new(Some(Vec::new())) };
-
-    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Invalidations remembered one by one; beyond this many, the whole cache is dropped.
-const MAX_INVALIDATED: usize = 256;
-
-/// Relcache invalidation callback: remembers `relid` (InvalidOid: every relation).
-unsafe extern "C-unwind" fn relcache_invalidated(_: pg_sys::Datum, relid: pg_sys::Oid) {
-    INVALIDATED.with(|pending| {
-        // never borrowed while PostgreSQL code runs, so this cannot fail; if it ever did,
-        // forgetting everything is always safe
-        let Ok(mut pending) = pending.try_borrow_mut() else {
-            return;
-        };
-        match pending.as_mut() {
-            Some(relids) if relid != pg_sys::InvalidOid && relids.len() < MAX_INVALIDATED => {
-                relids.push(relid)
-            }
-            _ => *pending = None,
-        }
-    });
-}
 
 /// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
 /// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
@@ -118,40 +74,10 @@ fn _minhash_catalog_changed<'a>(
     Ok(None)
 }
 
-/// The indexes of one table.
-pub(super) type Indexes = Rc<[Rc<IndexConfig>]>;
-
-/// The cached catalog rows of `tbl`, after dropping the invalidated entries.
-fn cached_configs(tbl: pg_sys::Oid) -> Option<Indexes> {
-    if !CALLBACK_REGISTERED.replace(true) {
-        // SAFETY: registered once per backend; the callback neither errors nor allocates in
-        // PostgreSQL memory.
-        unsafe {
-            pg_sys::CacheRegisterRelcacheCallback(
-                Some(relcache_invalidated),
-                pg_sys::Datum::from(0),
-            )
-        };
-    }
-    let pending = INVALIDATED.with_borrow_mut(|p| p.replace(Vec::new()));
-    CONFIGS.with_borrow_mut(|configs| {
-        match pending {
-            None => configs.clear(),
-            Some(relids) if !relids.is_empty() => configs.retain(|_, cfgs| {
-                cfgs.iter().all(|cfg| {
-                    !relids.contains(&cfg.band_table)
-                        && !cfg.members.iter().any(|m| relids.contains(m))
-                })
-            }),
-            Some(_) => {}
-        }
-        configs.get(&tbl).cloned()
-    })
-}
-
-/// What a lookup or the insert sync trigger needs of a table's `minhash_indexes` row, and how a
-/// lookup reads the band table.
-pub(super) struct IndexConfig {
+/// An index as its `minhash_indexes` row describes it, every value checked against
+/// PostgreSQL's catalogs: what a lookup, a check or a sync needs to know of it. How they reach
+/// its rows is `access::Index`, built from it.
+pub(super) struct IndexDef {
     pub(super) tbl: pg_sys::Oid,
     pub(super) id_column: String,
     /// Where rows' texts come from: the text column or the text expression.
@@ -165,139 +91,20 @@ pub(super) struct IndexConfig {
     pub(super) shingling: Shingling,
     pub(super) banding: Banding,
     pub(super) threshold: f64,
-    /// The band table's index a lookup reads directly, if it has one.
-    pub(super) band_index: Option<BandIndex>,
-    /// The table's unique index on the id, through which a lookup reads texts directly.
-    pub(super) row_index: Option<RowIndex>,
     /// The table and, if it is partitioned, every table of its partition tree (their relcache
-    /// invalidations drop the cached row: a partition attached, detached or indexed).
+    /// invalidations drop the cached index: a partition attached, detached or indexed).
     pub(super) members: Vec<pg_sys::Oid>,
-    /// Of a partitioned table: an index led by the id on each of its leaf partitions, if each
-    /// has one (a flag trigger's check reads them, as `row_index` of a plain table).
-    pub(super) partitions: Option<Vec<RowIndex>>,
-    /// The lookup's two SQL queries (see [`IndexConfig::lookup_sql`]).
-    pub(super) sql: [String; 2],
-    /// Whether the band table is a Citus table: its rows are on the workers, so a lookup
-    /// runs its SQL queries, and the second verifies the candidates there (see `citus`).
-    pub(super) distributed: bool,
 }
 
-impl IndexConfig {
-    /// The index named `name` (see [`IndexConfig::find`]); 42704 if there is none (40001 if
-    /// the table has one that this transaction's snapshot predates, see
-    /// [`refuse_newer_index`]).
-    pub(super) fn get(
-        client: &SpiClient<'_>,
-        fn_oid: pg_sys::Oid,
-        name: pg_sys::Oid,
-    ) -> Rc<IndexConfig> {
-        Self::find(client, fn_oid, name).unwrap_or_else(|| {
-            check_indexable(name);
-            // SAFETY: the relation is opened with a lock (or not found) and closed again; its
-            // trigger descriptor is read while it is open.
-            unsafe {
-                let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
-                if !rel.is_null() {
-                    let ext = Extension::of_function(fn_oid);
-                    let indexed = has_sync_trigger((*rel).trigdesc, ext);
-                    pg_sys::table_close(rel, pg_sys::NoLock as i32);
-                    if indexed {
-                        refuse_newer_index(name);
-                    }
-                }
-            }
-            raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("table {} has no minhash index", regclass_name(name)),
-                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
-            )
-        })
-    }
-
-    /// The index named `name`: the one index of table `name`, or the index whose band table
-    /// `name` is (42725 for a table with several; see [`IndexConfig::of_table`]).
-    pub(super) fn find(
-        client: &SpiClient<'_>,
-        fn_oid: pg_sys::Oid,
-        name: pg_sys::Oid,
-    ) -> Option<Rc<IndexConfig>> {
-        let indexes = Self::of_table(client, fn_oid, name);
-        match &indexes[..] {
-            [one] => return Some(Rc::clone(one)),
-            [] => {}
-            several => ambiguous(name, several),
-        }
-        let schema = Extension::of_function(fn_oid).quoted_schema();
-        let sql = format!(
-            "SELECT i.tbl::pg_catalog.oid FROM {schema}.minhash_indexes i
-             WHERE i.band_table OPERATOR(pg_catalog.=) $1"
-        );
-        let tbl = with_prepared(
-            client,
-            &sql,
-            PgOid::BuiltIn(PgBuiltInOids::OIDOID),
-            name.into(),
-            |table| {
-                if table.is_empty() {
-                    return Ok(None);
-                }
-                table.first().get::<pg_sys::Oid>(1)
-            },
-        )?;
-        Self::of_table(client, fn_oid, tbl)
-            .iter()
-            .find(|cfg| cfg.band_table == name)
-            .cloned()
-    }
-
-    /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
-    /// changed since they were read (see [`IndexConfig::read`]).
-    pub(super) fn of_table(
-        client: &SpiClient<'_>,
-        fn_oid: pg_sys::Oid,
-        tbl: pg_sys::Oid,
-    ) -> Indexes {
-        let lock = |cfgs: &Indexes| {
-            for cfg in cfgs.iter() {
-                // SAFETY: a lock by OID; a relation dropped meanwhile is locked harmlessly.
-                unsafe { pg_sys::LockRelationOid(cfg.band_table, pg_sys::AccessShareLock as i32) };
-            }
-        };
-        if let Some(cfgs) = cached_configs(tbl) {
-            // Lock what the lookup reads, as its first read would; that brings in every
-            // invalidation committed meanwhile (a dropped index, a changed row), and the entry
-            // is used only if it survives them. The locks then keep the band table's indexes
-            // from being dropped until the transaction ends.
-            // SAFETY: a lock by OID, as above.
-            unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
-            lock(&cfgs);
-            if let Some(cfgs) = cached_configs(tbl) {
-                return cfgs;
-            }
-        }
-        // The table first: minhash_index_drop takes it before it drops the band table, so the
-        // band table read next cannot go away before this transaction ends.
-        // SAFETY: a lock by OID, as above.
-        unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
-        let cfgs: Indexes = IndexConfig::read(client, fn_oid, tbl)
-            .into_iter()
-            .map(Rc::new)
-            .collect();
-        lock(&cfgs);
-        if !cfgs.is_empty() {
-            CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
-        }
-        cfgs
-    }
-
+impl IndexDef {
     /// The indexes of `tbl` that the arguments of a sync trigger on a shard of it carry (see
     /// `citus`): each a catalog row as JSON; those of other tables are left out.
-    pub(super) fn of_trigger(
+    pub(super) fn of_trigger_args(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
         args: &[String],
-    ) -> Indexes {
+    ) -> Vec<IndexDef> {
         let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
             "{} FROM pg_catalog.unnest($1::pg_catalog.text[]) a
@@ -311,11 +118,11 @@ impl IndexConfig {
             .and_then(Self::catalog_rows)
             .unwrap_or_else(|e| spi_failed(e));
         rows.into_iter()
-            .map(|row| Rc::new(Self::from_row(&schema, tbl, row, &[tbl])))
+            .map(|row| Self::from_row(tbl, row, &[tbl]))
             .collect()
     }
 
-    /// The columns of a catalog row `i` that [`IndexConfig::catalog_rows`] reads, with `xmax`
+    /// The columns of a catalog row `i` that [`IndexDef::catalog_rows`] reads, with `xmax`
     /// for its xmax.
     fn select_list(xmax: &str) -> String {
         format!(
@@ -327,7 +134,11 @@ impl IndexConfig {
 
     /// The catalog rows of `tbl`, read through the catalog of the extension whose function
     /// `fn_oid` is running.
-    fn read(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Vec<IndexConfig> {
+    pub(super) fn read(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Vec<IndexDef> {
         let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
             "{} FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1
@@ -348,11 +159,11 @@ impl IndexConfig {
             partition_tree(client, tbl)
         };
         rows.into_iter()
-            .map(|row| Self::from_row(&schema, tbl, row, &members))
+            .map(|row| Self::from_row(tbl, row, &members))
             .collect()
     }
 
-    /// The rows of a query of [`IndexConfig::select_list`].
+    /// The rows of a query of [`IndexDef::select_list`].
     fn catalog_rows(table: pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<Vec<CatalogRow>> {
         let mut rows = Vec::new();
         for row in table {
@@ -371,12 +182,7 @@ impl IndexConfig {
     }
 
     /// The index of `tbl` (whose partition tree is `members`) that a catalog row describes.
-    fn from_row(
-        schema: &str,
-        tbl: pg_sys::Oid,
-        row: CatalogRow,
-        members: &[pg_sys::Oid],
-    ) -> IndexConfig {
+    fn from_row(tbl: pg_sys::Oid, row: CatalogRow, members: &[pg_sys::Oid]) -> IndexDef {
         let (
             (id_column, text_column, text_expression),
             band_table,
@@ -402,7 +208,6 @@ impl IndexConfig {
         // the column types taken from pg_attribute, never from the row.
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
         let threshold = check_threshold(threshold).or_raise();
-        let distributed = citus::is_citus_table(band_table);
         let id_type = column_type(tbl, &id_column);
         // SAFETY: a catalog lookup by OID and attribute number; InvalidOid for a band table
         // that is gone (writes then refuse it, lookups find no rows).
@@ -454,37 +259,10 @@ impl IndexConfig {
                 ),
             );
         }
-        let text = TextSource::new(tbl, text_column, text_expression);
-        let members = members.to_vec();
-        let leaf = |m: &&pg_sys::Oid| {
-            // SAFETY: a catalog lookup by OID.
-            unsafe { pg_sys::get_rel_relkind(**m) == pg_sys::RELKIND_RELATION as std::ffi::c_char }
-        };
-        let partitions = (members.len() > 1)
-            .then(|| {
-                members[1..]
-                    .iter()
-                    .filter(leaf)
-                    .map(|&leaf| RowIndex::find(leaf, &id_column, key, true))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .flatten();
-        let mut sql = Self::lookup_sql(tbl, band_table, &id_column, &text, key);
-        if distributed {
-            sql[1] = Self::verify_sql(
-                schema, tbl, band_table, &id_column, &text, key, ngram, &unit,
-            );
-        }
-        IndexConfig {
+        IndexDef {
             tbl,
-            sql,
-            distributed,
-            band_index: BandIndex::find(band_table, key).filter(|_| !distributed),
-            row_index: RowIndex::find(tbl, &id_column, key, false).filter(|_| !distributed),
-            members,
-            partitions,
             id_column,
-            text,
+            text: TextSource::new(tbl, text_column, text_expression),
             band_table,
             key,
             id_type,
@@ -492,6 +270,7 @@ impl IndexConfig {
             shingling,
             banding,
             threshold,
+            members: members.to_vec(),
         }
     }
 
@@ -578,7 +357,7 @@ fn column_type(tbl: pg_sys::Oid, name: &str) -> pg_sys::Oid {
     typid
 }
 
-/// A catalog row as [`IndexConfig::read`] reads it: (id column, text column, text
+/// A catalog row as [`IndexDef::read`] reads it: (id column, text column, text
 /// expression), band table, (k, ngram, unit), threshold, (bands, rows per band), xmax.
 type CatalogRow = (
     (String, Option<String>, Option<String>),
@@ -588,23 +367,6 @@ type CatalogRow = (
     (i32, i32),
     i64,
 );
-
-/// Raises 42725: table `tbl` has several indexes, and the call does not say which.
-pub(super) fn ambiguous(tbl: pg_sys::Oid, indexes: &[Rc<IndexConfig>]) -> ! {
-    let names: Vec<String> = indexes
-        .iter()
-        .map(|c| regclass_name(c.band_table))
-        .collect();
-    raise(
-        PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
-        format!(
-            "table {} has {} minhash indexes",
-            regclass_name(tbl),
-            indexes.len()
-        ),
-        Some(format!("Name one by its band table: {}.", names.join(", "))),
-    )
-}
 
 /// `tbl` and, if it is partitioned, every table of its partition tree below it, each locked
 /// with AccessShareLock as a query of `tbl` locks them.
@@ -690,30 +452,6 @@ pub(super) fn concurrent_index_change(tbl: pg_sys::Oid) -> ! {
     .set_hint("The transaction might succeed if retried.")
     .report(PgLogLevel::ERROR);
     unreachable!("ERROR reports do not return")
-}
-
-/// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result
-/// to `read`. The statement is prepared on first use and kept for the backend.
-pub(super) fn with_prepared<T>(
-    client: &SpiClient<'_>,
-    sql: &str,
-    param_type: PgOid,
-    param: pgrx::datum::DatumWithOid<'_>,
-    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
-) -> T {
-    with_prepared_args(client, sql, &[param_type], &[param], read)
-}
-
-/// [`with_prepared`] for a statement of several parameters.
-pub(super) fn with_prepared_args<T>(
-    client: &SpiClient<'_>,
-    sql: &str,
-    param_types: &[PgOid],
-    params: &[pgrx::datum::DatumWithOid<'_>],
-    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
-) -> T {
-    prepared::run(client, sql, Access::Read, param_types, params, read)
-        .unwrap_or_else(|e| spi_failed(e))
 }
 
 /// Raises 42809 unless relation `rel` is a table or a partitioned table, the relations a

@@ -20,17 +20,18 @@ use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 
+use super::access::{ambiguous, Index};
 use super::band::band_entry;
-use super::catalog::{ambiguous, indexed_table, refuse_newer_index, IndexConfig};
+use super::catalog::{indexed_table, refuse_newer_index};
 use super::citus::{nested_execution, sync_trigger_args, Shard};
 use super::extension::Extension;
-use super::key::Id;
+use super::key::{tuple_id, Id};
 use super::owner::{as_owner, relation_owner};
 use super::params::checked_threshold;
 use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
-use super::sync::{claim_band_rows, claim_trigger_name, id_attribute, withdraw_claim};
 use super::text::{utf8, COLUMNS_HINT};
-use super::trigger::trigger_args;
+use super::trigger::{claim_trigger_name, trigger_args};
+use super::write::{claim_band_rows, withdraw_claim};
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
 /// whether the transaction's snapshot sees it.
@@ -40,7 +41,7 @@ struct Conflict {
     in_snapshot: bool,
 }
 
-impl IndexConfig {
+impl Index {
     /// The rows at or above `threshold` similar to `doc` (band entry `entry`), other than the
     /// rows with the ids `own`, as a constraint sees them: every row committed or written by
     /// this transaction, whenever it committed. The trigger's own band rows were written
@@ -60,7 +61,7 @@ impl IndexConfig {
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!(
                     "the minhash index of {} lacks the indexes a duplicate check reads",
-                    regclass_name(self.tbl)
+                    regclass_name(self.def.tbl)
                 ),
                 Some(
                     "The band table needs its (key, id) index and the table a unique index on \
@@ -71,15 +72,14 @@ impl IndexConfig {
                 ),
             )
         };
-        let band_index = self.band_index.unwrap_or_else(|| missing());
+        let band_index = self.placement.band_index().unwrap_or_else(|| missing());
         // (the table's index on the id, or one led by the id on each partition)
-        let row_indexes = match (&self.row_index, &self.partitions) {
-            (Some(row_index), _) => std::slice::from_ref(row_index),
-            (None, Some(partitions)) => partitions.as_slice(),
-            (None, None) => missing(),
-        };
-        let min_bits = min_equal_bits(self.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
-        let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
+        let row_indexes = self
+            .placement
+            .check_row_indexes()
+            .unwrap_or_else(|| missing());
+        let min_bits = min_equal_bits(self.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
+        let query_set = ShingleSet::new(doc, self.def.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         // a writer found done with its check once (see `checking::wait_for`)
         let mut done_checking = None;
@@ -88,7 +88,7 @@ impl IndexConfig {
             let mut candidates: Vec<(Id, Option<pg_sys::TransactionId>)> = Vec::new();
             let other = |id: &Id| !own.iter().any(|o| o.as_ref() == Some(id));
             band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
-                if equal_bits(*sketch, row_sketch, self.k) >= min_bits {
+                if equal_bits(*sketch, row_sketch, self.def.k) >= min_bits {
                     candidates.push((id, writer));
                 }
             });
@@ -103,8 +103,8 @@ impl IndexConfig {
             // every version of each candidate row: (id, at or above the threshold, state)
             let mut versions = Vec::new();
             for row_index in row_indexes {
-                row_index.fetch_dirty(&self.text, &ids, |id, text, state| {
-                    candidate.rebuild(text, self.shingling, &mut interrupts);
+                row_index.fetch_dirty(&self.def.text, &ids, |id, text, state| {
+                    candidate.rebuild(text, self.def.shingling, &mut interrupts);
                     let similarity = candidate.jaccard(&query_set);
                     versions.push((id.clone(), similarity, state));
                 });
@@ -337,10 +337,10 @@ fn minhash_flag_duplicate<'a>(
         let fn_oid = trigger.trigger().tgfoid;
         let indexes = match shard {
             // SAFETY: the trigger's relation is open while it fires.
-            Some(shard) => IndexConfig::of_trigger(client, fn_oid, tbl, &unsafe {
+            Some(shard) => Index::of_trigger(client, fn_oid, tbl, &unsafe {
                 sync_trigger_args(data.tg_relation, shard, Extension::of_function(fn_oid))
             }),
-            None => IndexConfig::of_table(client, fn_oid, tbl),
+            None => Index::of_table(client, fn_oid, tbl),
         };
         // SAFETY: the trigger descriptor of the open relation; the function running now.
         let synced = || unsafe {
@@ -354,11 +354,11 @@ fn minhash_flag_duplicate<'a>(
                 refuse_newer_index(tbl);
                 return None;
             }
-            ([], _) => IndexConfig::get(client, fn_oid, tbl),
+            ([], _) => Index::get(client, fn_oid, tbl),
             // the index named by its band table (in the table's schema)
             (_, Some(name)) => indexes
                 .iter()
-                .find(|c| relation_name(c.band_table) == name)
+                .find(|c| relation_name(c.def.band_table) == name)
                 .cloned()
                 .unwrap_or_else(|| {
                     raise(
@@ -375,10 +375,10 @@ fn minhash_flag_duplicate<'a>(
         };
         // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
         // `find`.
-        let text = unsafe { cfg.text.reader(fired_on, tupdesc) };
+        let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
         // the columns the check reads: no trigger may change them after it
-        let read: Vec<usize> = std::iter::once(cfg.id_column.as_str())
-            .chain(cfg.text.columns())
+        let read: Vec<usize> = std::iter::once(cfg.def.id_column.as_str())
+            .chain(cfg.def.text.columns())
             .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
             .collect();
         // SAFETY: the firing relation and trigger.
@@ -387,7 +387,7 @@ fn minhash_flag_duplicate<'a>(
         unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
         // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described
         // by its descriptor.
-        let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
+        let (doc, old_doc) = cfg.def.text.evaluating(owner, || unsafe {
             let old = update.then(|| text.tuple_text(data.tg_trigtuple));
             (text.tuple_text(tuple), old)
         });
@@ -413,19 +413,20 @@ fn minhash_flag_duplicate<'a>(
         let threshold = arg(1)
             .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
             .map(float8_in);
-        let threshold = checked_threshold(threshold, cfg.threshold);
-        let (id_attno, id_type) = cfg.id_attribute(tupdesc, fired_on);
+        let threshold = checked_threshold(threshold, cfg.def.threshold);
+        let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
         // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
         // UPDATE's old row (tg_trigtuple) has the same descriptor.
         let (doc, own_ids) = unsafe {
-            let id = |tuple| id_attribute(tuple, tupdesc, id_attno, id_type, cfg.key);
+            let id = |tuple| tuple_id(tuple, tupdesc, id_attno, id_type, cfg.def.key);
             let old_id = update.then(|| id(data.tg_trigtuple)).flatten();
             (doc.map(utf8), [id(tuple), old_id])
         };
         // Like a constraint, the trigger sees every row, whoever writes: it writes the row's
         // band rows first and then checks them against every row committed or in progress, as
         // the table's owner (see `conflicts`).
-        let entry = doc.and_then(|doc| band_entry(doc, cfg.k, cfg.shingling, cfg.banding));
+        let entry =
+            doc.and_then(|doc| band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding));
         let conflicts = match (doc, &entry) {
             // On a shard of a Citus table: a lookup of every shard, of the rows committed
             // when it runs and those this transaction wrote on this node (README, "Scaling
@@ -467,12 +468,12 @@ fn minhash_flag_duplicate<'a>(
             _ => Vec::new(),
         };
         Some((
-            cfg.id_column.clone(),
-            cfg.key,
+            cfg.def.id_column.clone(),
+            cfg.def.key,
             mode,
             threshold,
             conflicts,
-            cfg.may_see_ids(),
+            cfg.def.may_see_ids(),
         ))
     });
     let new = trigger

@@ -191,3 +191,23 @@ impl KeyType {
 fn is_integer(typid: pg_sys::Oid) -> bool {
     matches!(typid, pg_sys::INT2OID | pg_sys::INT4OID | pg_sys::INT8OID)
 }
+
+/// The id attribute, as the band table stores it (`key`), NULL as None.
+///
+/// # Safety
+/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`; `key` is the
+/// index's.
+pub(super) unsafe fn tuple_id(
+    tuple: *mut pg_sys::HeapTupleData,
+    tupdesc: pg_sys::TupleDesc,
+    attno: usize,
+    typid: pg_sys::Oid,
+    key: KeyType,
+) -> Option<Id> {
+    let mut is_null = false;
+    // SAFETY: per the contract.
+    unsafe {
+        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
+        (!is_null).then(|| key.id(datum, typid))
+    }
+}

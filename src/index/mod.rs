@@ -30,8 +30,10 @@ mod search;
 mod similar;
 mod sync;
 // 2. access paths
+mod access;
 mod claim;
 mod scan;
+mod write;
 // 3. the catalog
 mod catalog;
 // 4. runtime helpers

@@ -13,7 +13,6 @@ use pgrx::prelude::*;
 use pgrx::{JsonB, PgSqlErrorCode};
 
 use crate::pg::error::raise;
-
 use crate::pg::names::{regclass_name, Regclass};
 
 /// The search path inside [`as_owner`].

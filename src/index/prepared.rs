@@ -12,6 +12,8 @@ use pgrx::datum::DatumWithOid;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use pgrx::PgOid;
 
+use super::spi::spi_failed;
+
 /// Statements kept; beyond this many, all are dropped.
 const MAX_PREPARED: usize = 64;
 
@@ -53,4 +55,27 @@ pub(super) fn run<T>(
         cache.insert(key, statement);
     });
     Ok(result)
+}
+
+/// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result
+/// to `read`. The statement is prepared on first use and kept for the backend.
+pub(super) fn with_prepared<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    param_type: PgOid,
+    param: pgrx::datum::DatumWithOid<'_>,
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
+    with_prepared_args(client, sql, &[param_type], &[param], read)
+}
+
+/// [`with_prepared`] for a statement of several parameters.
+pub(super) fn with_prepared_args<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    param_types: &[PgOid],
+    params: &[pgrx::datum::DatumWithOid<'_>],
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
+    run(client, sql, Access::Read, param_types, params, read).unwrap_or_else(|e| spi_failed(e))
 }

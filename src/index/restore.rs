@@ -23,10 +23,10 @@ use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
 use crate::pg::error::raise;
+use crate::pg::names::qualified_name;
 
 use super::extension::Extension;
 use super::owner::as_owner;
-use crate::pg::names::qualified_name;
 
 /// The band table's trigger and its function.
 const LOAD_TRIGGER: &str = "minhash_bands_load";

@@ -11,7 +11,7 @@ use pgrx::{AnyElement, PgMemoryContexts, PgSqlErrorCode};
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, Regclass};
 
-use super::catalog::IndexConfig;
+use super::access::Index;
 use super::owner::{as_owner, relation_owner};
 use super::text::{utf8, TextReader, TextSource};
 
@@ -49,10 +49,10 @@ fn _minhash_row_text(
         let flinfo = (*fcinfo).flinfo;
         if (*flinfo).fn_extra.is_null() {
             let fn_oid = (*flinfo).fn_oid;
-            let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, band.0));
-            let tbl = cfg.tbl;
-            cfg.check_readable();
-            let TextSource::Expression(expression) = &cfg.text else {
+            let cfg = Spi::connect(|client| Index::get(client, fn_oid, band.0));
+            let tbl = cfg.def.tbl;
+            cfg.def.check_readable();
+            let TextSource::Expression(expression) = &cfg.def.text else {
                 raise(
                     PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
                     format!(
@@ -68,7 +68,7 @@ fn _minhash_row_text(
                 let tupdesc = pg_sys::CreateTupleDescCopy((*rel).rd_att);
                 pg_sys::relation_close(rel, pg_sys::NoLock as c_int);
                 RowText {
-                    reader: ManuallyDrop::new(cfg.text.reader(tbl, tupdesc)),
+                    reader: ManuallyDrop::new(cfg.def.text.reader(tbl, tupdesc)),
                     owner: relation_owner(tbl),
                     tupdesc,
                     attnos: expression.attnos.clone(),
@@ -172,6 +172,6 @@ impl RowText {
 fn _minhash_row_text_sql(band: Regclass, alias: &str, fcinfo: pg_sys::FunctionCallInfo) -> String {
     // SAFETY: this call's fcinfo.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
-    let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, band.0));
-    cfg.text.caller_sql(cfg.band_table, alias)
+    let cfg = Spi::connect(|client| Index::get(client, fn_oid, band.0));
+    cfg.def.text.caller_sql(cfg.def.band_table, alias)
 }

@@ -14,13 +14,13 @@
 //! isolation level, with a dirty snapshot, as a constraint check does (`scan_dirty`,
 //! `fetch_dirty`).
 
-use std::ffi::CString;
 use std::ptr;
 
 use pgrx::pg_sys;
 use pgrx::PgMemoryContexts;
 
 use crate::pg::compat;
+use crate::pg::tuple::attnum;
 
 use super::key::{Id, KeyType};
 use super::text::{utf8, TextReader, TextSource};
@@ -573,11 +573,4 @@ unsafe fn in_snapshot(slot: *mut pg_sys::TupleTableSlot) -> bool {
         }
         seen
     }
-}
-
-/// The attribute number of column `name` of `table`, 0 if it has none.
-pub(super) fn attnum(table: pg_sys::Oid, name: &str) -> i16 {
-    let name = CString::new(name).expect("identifiers have no NUL");
-    // SAFETY: a catalog lookup; InvalidAttrNumber (0) if there is no such column.
-    unsafe { pg_sys::get_attnum(table, name.as_ptr()) }
 }

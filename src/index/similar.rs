@@ -16,75 +16,18 @@ use crate::core::sketch::{equal_bits, min_equal_bits, LOOKUP_SKETCH_MISS_PROBABI
 use crate::pg::backend::interrupts;
 use crate::pg::error::raise;
 use crate::pg::ids::type_name;
-use crate::pg::names::{
-    qualified, qualified_name, quote_ident_str, quote_literal, regclass_name, Regclass,
-};
+use crate::pg::names::{qualified, quote_literal, regclass_name, Regclass};
 
-use super::catalog::{with_prepared, with_prepared_args, IndexConfig};
-
+use super::access::Index;
 use super::band::band_entry;
-use super::key::{Id, KeyType};
+use super::key::Id;
 use super::owner::{as_owner, relation_owner};
 use super::params::{checked_threshold, notice_low_threshold};
+use super::prepared::{with_prepared, with_prepared_args};
 use super::scan::{BandIndex, RowIndex};
 use super::spi::{for_each_spi_row, for_each_text_row};
-use super::text::TextSource;
 
-impl IndexConfig {
-    /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
-    /// of the band rows with one of the keys `$1`, read from the band table's `(key, id)
-    /// INCLUDE (sketch1, sketch2)` index alone (an index-only scan), for when that index cannot
-    /// be read directly (see `scan`); then `(id, text)` of the rows with the ids `$1`, through
-    /// the table's unique index on the id.
-    pub(super) fn lookup_sql(
-        tbl: pg_sys::Oid,
-        band_table: pg_sys::Oid,
-        id_column: &str,
-        text: &TextSource,
-        key: KeyType,
-    ) -> [String; 2] {
-        let (id, text) = (quote_ident_str(id_column), text.caller_sql(band_table, "t"));
-        // integer ids of any width come as int8, like the band table stores them
-        let cast = if key.integer { "::pg_catalog.int8" } else { "" };
-        [
-            format!(
-                "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
-                 WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
-                bands = qualified_name(band_table),
-            ),
-            format!(
-                "SELECT t.{id}{cast}, {text}::pg_catalog.text FROM {tbl} t
-                 WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",
-                tbl = qualified_name(tbl),
-            ),
-        ]
-    }
-
-    /// The second query of a lookup of an index of a Citus table: `(id, similarity)` of the rows
-    /// with the ids `$1` and their exact Jaccard similarity to the text `$2`, which Citus
-    /// computes on the workers, each for the rows of its shards.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn verify_sql(
-        schema: &str,
-        tbl: pg_sys::Oid,
-        band_table: pg_sys::Oid,
-        id_column: &str,
-        text: &TextSource,
-        key: KeyType,
-        ngram: i32,
-        unit: &str,
-    ) -> String {
-        let (id, text) = (quote_ident_str(id_column), text.caller_sql(band_table, "t"));
-        let cast = if key.integer { "::pg_catalog.int8" } else { "" };
-        format!(
-            "SELECT t.{id}{cast}, {schema}.jaccard({text}::pg_catalog.text, $2, {ngram}, {unit})
-             FROM {tbl} t
-             WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1) AND {text} IS NOT NULL",
-            tbl = qualified_name(tbl),
-            unit = quote_literal(unit),
-        )
-    }
-
+impl Index {
     /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
     /// out `exclude_id`. A row sharing a band key with `doc` is fetched and verified only if its
     /// band sketch agrees with `doc`'s in enough bits (`core::sketch`): that drops a row at or
@@ -97,28 +40,30 @@ impl IndexConfig {
         exclude_id: Option<&Id>,
     ) -> Vec<(Id, f64)> {
         // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
-        let Some((keys, sketch)) = band_entry(doc, self.k, self.shingling, self.banding) else {
+        let Some((keys, sketch)) =
+            band_entry(doc, self.def.k, self.def.shingling, self.def.banding)
+        else {
             return Vec::new();
         };
-        let min_bits = min_equal_bits(self.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
+        let min_bits = min_equal_bits(self.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
         let [bands_sql, rows_sql] = &self.sql;
         let mut ids = Vec::new();
         let mut keep = |id: Id, row_sketch: [u64; 2]| {
-            if Some(&id) != exclude_id && equal_bits(sketch, row_sketch, self.k) >= min_bits {
+            if Some(&id) != exclude_id && equal_bits(sketch, row_sketch, self.def.k) >= min_bits {
                 ids.push(id);
             }
         };
         // The band table is private to the table's owner: read it directly (the caller's
         // right to see the results was checked by the caller of `similar`), or through SQL as
         // the owner.
-        match self.band_index.filter(BandIndex::usable) {
+        match self.placement.band_index().filter(BandIndex::usable) {
             Some(index) => index.scan(&keys, keep),
-            None => as_owner(relation_owner(self.tbl), || {
+            None => as_owner(relation_owner(self.def.tbl), || {
                 let keys_type = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
                 with_prepared(client, bands_sql, keys_type, keys.into(), |table| {
                     for_each_spi_row(table, |row| {
                         if let (Some(id), Some(s1), Some(s2)) = (
-                            self.key.spi_id(row, 1)?,
+                            self.def.key.spi_id(row, 1)?,
                             row.get::<i64>(2)?,
                             row.get::<i64>(3)?,
                         ) {
@@ -135,13 +80,13 @@ impl IndexConfig {
         ids.sort_unstable();
         ids.dedup();
         let mut found = Vec::new();
-        if self.distributed {
+        if self.placement.verifies_remotely() {
             // (verified where the rows are: only ids and similarities come back)
-            let (arg, arg_type) = self.key.array_arg(&ids);
+            let (arg, arg_type) = self.def.key.array_arg(&ids);
             let types = [arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
             with_prepared_args(client, rows_sql, &types, &[arg, doc.into()], |table| {
                 for_each_spi_row(table, |row| {
-                    let (id, similarity) = (self.key.spi_id(row, 1)?, row.get::<f64>(2)?);
+                    let (id, similarity) = (self.def.key.spi_id(row, 1)?, row.get::<f64>(2)?);
                     if let (Some(id), Some(s)) = (id, similarity.filter(|&s| s >= threshold)) {
                         found.push((id, s));
                     }
@@ -167,25 +112,25 @@ impl IndexConfig {
         found: &mut Vec<(Id, f64)>,
     ) {
         let rows_sql = &self.sql[1];
-        let query_set = ShingleSet::new(doc, self.shingling, &mut interrupts);
+        let query_set = ShingleSet::new(doc, self.def.shingling, &mut interrupts);
         let mut candidate = ShingleSet::default();
         let mut verify = |id: &Id, text: &str| {
-            candidate.rebuild(text, self.shingling, &mut interrupts);
+            candidate.rebuild(text, self.def.shingling, &mut interrupts);
             let similarity = candidate.jaccard(&query_set);
             if similarity >= threshold {
                 found.push((id.clone(), similarity));
             }
         };
-        match self.row_index.filter(RowIndex::readable) {
-            Some(index) => self.text.evaluating(relation_owner(self.tbl), || {
-                index.fetch(&self.text, ids, verify)
+        match self.placement.row_index().filter(RowIndex::readable) {
+            Some(index) => self.def.text.evaluating(relation_owner(self.def.tbl), || {
+                index.fetch(&self.def.text, ids, verify)
             }),
             None => {
-                let (arg, arg_type) = self.key.array_arg(ids);
+                let (arg, arg_type) = self.def.key.array_arg(ids);
                 with_prepared(client, rows_sql, arg_type, arg, |table| {
                     for_each_text_row(table, |id, text| {
                         // SAFETY: the query selects the id as the band table stores it.
-                        verify(&unsafe { self.key.id(id, pg_sys::INT8OID) }, text)
+                        verify(&unsafe { self.def.key.id(id, pg_sys::INT8OID) }, text)
                     })
                 })
             }
@@ -235,27 +180,22 @@ impl Lookup {
 
     /// The index's settings, after checking that the caller may read what a lookup reads;
     /// a NOTICE if the threshold is below the index's (see `notice_low_threshold`).
-    fn config(&self, client: &SpiClient<'_>) -> Rc<IndexConfig> {
-        let cfg = IndexConfig::get(client, self.fn_oid, self.tbl);
-        cfg.check_readable();
-        let threshold = checked_threshold(self.threshold, cfg.threshold);
-        notice_low_threshold(threshold, cfg.threshold, cfg.banding);
+    fn config(&self, client: &SpiClient<'_>) -> Rc<Index> {
+        let cfg = Index::get(client, self.fn_oid, self.tbl);
+        cfg.def.check_readable();
+        let threshold = checked_threshold(self.threshold, cfg.def.threshold);
+        notice_low_threshold(threshold, cfg.def.threshold, cfg.def.banding);
         cfg
     }
 
-    /// The rows similar to `doc` (see [`IndexConfig::similar`]), at most `max_results`. The
+    /// The rows similar to `doc` (see [`Index::similar`]), at most `max_results`. The
     /// statement's locks keep `cfg` current.
-    fn similar(
-        &self,
-        client: &SpiClient<'_>,
-        cfg: &IndexConfig,
-        doc: Option<&str>,
-    ) -> Vec<(Id, f64)> {
+    fn similar(&self, client: &SpiClient<'_>, cfg: &Index, doc: Option<&str>) -> Vec<(Id, f64)> {
         pg_sys::check_for_interrupts!();
         let Some(doc) = doc else {
             return Vec::new();
         };
-        let threshold = checked_threshold(self.threshold, cfg.threshold);
+        let threshold = checked_threshold(self.threshold, cfg.def.threshold);
         let mut found = cfg.similar(client, doc, threshold, None);
         if let Some(max) = self.max_results {
             found.truncate(max as usize);
@@ -266,20 +206,20 @@ impl Lookup {
 
 /// The index's ids as `bigint`: 42804 for a key that is not an integer, with a hint at the
 /// form that returns ids in their own type.
-fn integer_ids(cfg: &IndexConfig, function: &str, call: &str) {
-    if !cfg.key.integer {
+fn integer_ids(cfg: &Index, function: &str, call: &str) {
+    if !cfg.def.key.integer {
         raise(
             PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
             format!(
                 "the id column \"{}\" of {} is of type {}, not an integer",
-                cfg.id_column,
-                regclass_name(cfg.tbl),
-                type_name(cfg.id_type)
+                cfg.def.id_column,
+                regclass_name(cfg.def.tbl),
+                type_name(cfg.def.id_type)
             ),
             Some(format!(
                 "Pass the id type to get ids of that type: {function}({}, {call}id_type => NULL::{}).",
-                quote_literal(&regclass_name(cfg.tbl)),
-                type_name(cfg.id_type)
+                quote_literal(&regclass_name(cfg.def.tbl)),
+                type_name(cfg.def.id_type)
             )),
         );
     }
@@ -287,32 +227,31 @@ fn integer_ids(cfg: &IndexConfig, function: &str, call: &str) {
 
 /// The type of the `id_type` argument (number `argno`, from 0), which must be the type of the
 /// index's id column (42804).
-fn id_type_argument(
-    cfg: &IndexConfig,
-    fcinfo: pg_sys::FunctionCallInfo,
-    argno: i32,
-) -> pg_sys::Oid {
+fn id_type_argument(cfg: &Index, fcinfo: pg_sys::FunctionCallInfo, argno: i32) -> pg_sys::Oid {
     // SAFETY: this call's fcinfo; the argument is declared anyelement, so its type is known.
     let given = unsafe { pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, argno) };
-    if given != cfg.id_type {
+    if given != cfg.def.id_type {
         raise(
             PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
             format!(
                 "id_type is {}, but the id column \"{}\" of {} is of type {}",
                 type_name(given),
-                cfg.id_column,
-                regclass_name(cfg.tbl),
-                type_name(cfg.id_type)
+                cfg.def.id_column,
+                regclass_name(cfg.def.tbl),
+                type_name(cfg.def.id_type)
             ),
-            Some(format!("Pass id_type => NULL::{}.", type_name(cfg.id_type))),
+            Some(format!(
+                "Pass id_type => NULL::{}.",
+                type_name(cfg.def.id_type)
+            )),
         );
     }
     given
 }
 
 /// `id` as a value of the id column's type `id_type`, for a result row.
-fn typed_id(cfg: &IndexConfig, id: &Id, id_type: pg_sys::Oid) -> AnyElement {
-    let datum = cfg.key.convert(id, id_type, -1);
+fn typed_id(cfg: &Index, id: &Id, id_type: pg_sys::Oid) -> AnyElement {
+    let datum = cfg.def.key.convert(id, id_type, -1);
     // SAFETY: `datum` is a non-NULL value of type `id_type`.
     unsafe { AnyElement::from_polymorphic_datum(datum, false, id_type) }.expect("not NULL")
 }
@@ -363,7 +302,7 @@ fn minhash_similar_typed(
         let found = lookup.similar(client, &cfg, doc);
         (cfg, found)
     });
-    let id_type = cfg.id_type;
+    let id_type = cfg.def.id_type;
     // (the ids are made here, in the memory of the whole call, not in SPI's)
     TableIterator::new(
         found
@@ -435,7 +374,7 @@ fn owned_texts(docs: Option<Array<'_, &str>>) -> Vec<Option<String>> {
 /// The matches of each text of `docs` in turn, looked up as they are read.
 fn matches(
     lookup: Lookup,
-    cfg: Rc<IndexConfig>,
+    cfg: Rc<Index>,
     docs: Vec<Option<String>>,
 ) -> impl Iterator<Item = (i32, Id, f64)> {
     docs.into_iter().zip(1..).flat_map(move |(doc, probe)| {
@@ -446,7 +385,7 @@ fn matches(
 }
 
 /// The two queries `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl` (see
-/// `IndexConfig::lookup_sql`), named `bands` and `rows`; shown so their plans can be checked.
+/// `Index::lookup_sql`), named `bands` and `rows`; shown so their plans can be checked.
 #[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_lookup_sql(
     tbl: Regclass,
@@ -454,7 +393,7 @@ fn _minhash_lookup_sql(
 ) -> TableIterator<'static, (name!(step, String), name!(query, String))> {
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
-    let [bands, rows] = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl.0).sql.clone());
+    let [bands, rows] = Spi::connect(|client| Index::get(client, fn_oid, tbl.0).sql.clone());
     TableIterator::new([("bands".to_owned(), bands), ("rows".to_owned(), rows)])
 }
 
@@ -474,9 +413,9 @@ fn _minhash_direct_reads(
 > {
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
-    let cfg = Spi::connect(|client| IndexConfig::get(client, fn_oid, tbl.0));
-    let band = cfg.band_index.filter(BandIndex::usable);
-    let rows = cfg.row_index.filter(RowIndex::readable);
+    let cfg = Spi::connect(|client| Index::get(client, fn_oid, tbl.0));
+    let band = cfg.placement.band_index().filter(BandIndex::usable);
+    let rows = cfg.placement.row_index().filter(RowIndex::readable);
     TableIterator::once((
         band.and_then(|index| qualified(index.oid())),
         rows.and_then(|index| qualified(index.oid())),

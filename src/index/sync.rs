@@ -32,37 +32,30 @@ use std::ffi::{c_int, CStr};
 
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
-use pgrx::{PgBuiltInOids, PgMemoryContexts, PgOid, PgSqlErrorCode};
+use pgrx::{PgMemoryContexts, PgSqlErrorCode};
 
 use crate::core::capacity;
 use crate::core::sketch::BandSketch;
-use crate::pg::compat;
 use crate::pg::error::raise;
+use crate::pg::names::{regclass_name, relation_name};
 
+use super::access::Index;
 use super::band::{band_entry, band_row, BandRow};
-use super::catalog::with_prepared;
+use super::catalog::{indexed_table, refuse_newer_index};
+use super::citus::{self, Shard};
 use super::claim;
 use super::extension::Extension;
-use super::key::{Id, KeyType};
-use super::prepared::{self, Access};
+use super::key::{tuple_id, Id, KeyType};
+use super::owner::{as_owner, relation_owner};
+use super::prepared::with_prepared;
+use super::restore;
 use super::spi::for_each_text_row;
 use super::text::{utf8, TextReader};
-use crate::pg::names::{qualified_name, quote_ident_str, regclass_name, relation_name};
-
-use super::catalog::{indexed_table, refuse_newer_index, IndexConfig};
-use super::citus::{self, Shard};
-use super::owner::{as_owner, relation_owner};
-use super::restore::{self, only_load_trigger};
-use super::trigger::trigger_args;
-
-/// Band rows gathered before one `INSERT` writes them.
-const INSERT_BATCH: usize = 10_000;
+use super::trigger::{claim_trigger_name, trigger_args, ClaimName};
+use super::write::{claim_band_rows, BandTable, INSERT_BATCH};
 
 /// Band rows `(id, key)` gathered before one `DELETE` removes them.
 const DELETE_BATCH: usize = 10_000;
-
-/// The band table's columns, in order, as `minhash_index_create` makes them.
-const BAND_COLUMNS: [&str; 4] = ["id", "key", "sketch1", "sketch2"];
 
 /// What fired the trigger.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -130,8 +123,8 @@ fn _minhash_sync<'a>(
     });
     let fn_oid = trigger.trigger().tgfoid;
     let indexes = Spi::connect(|client| match shard {
-        Some(_) => IndexConfig::of_trigger(client, fn_oid, tbl, &trigger_args(trigger.trigger())),
-        None => IndexConfig::of_table(client, fn_oid, tbl),
+        Some(_) => Index::of_trigger(client, fn_oid, tbl, &trigger_args(trigger.trigger())),
+        None => Index::of_table(client, fn_oid, tbl),
     });
     if indexes.is_empty() {
         if let Some(shard) = shard {
@@ -159,11 +152,12 @@ fn _minhash_sync<'a>(
             for cfg in indexes.iter() {
                 let band = match shard {
                     Some(shard) => BandTable::open_shard(cfg, shard, owner, ext),
-                    None => BandTable::open(cfg, cfg.band_table, tbl, owner, ext),
+                    None => BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext),
                 };
                 // (on a Citus shard, rows are written on the workers a statement runs on)
-                let followed =
-                    shard.is_none() && event != Event::Truncate && followed_sync(cfg.band_table);
+                let followed = shard.is_none()
+                    && event != Event::Truncate
+                    && followed_sync(cfg.def.band_table);
                 match event {
                     _ if followed => {
                         reconcile(data, cfg, &band, event);
@@ -198,11 +192,6 @@ fn _minhash_sync<'a>(
     Ok(None)
 }
 
-/// The name of the row trigger beside the sync triggers: `BEFORE UPDATE ... FOR EACH ROW`,
-/// named to fire after every BEFORE trigger with an ASCII name, so that it sees the row as it
-/// will be stored.
-pub(super) const CLAIM_TRIGGER: &str = "~minhash_sync_claim";
-
 /// The claim trigger (see [`CLAIM_TRIGGER`]): for a table whose duplicate check
 /// (`minhash_flag_duplicate`) fires on INSERT but not on every UPDATE, an UPDATE that changes a
 /// row's text claims the new text's band rows at once, as a check would (see `claim`), so that
@@ -236,7 +225,7 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
     let (fired_on, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
     // SAFETY: as above.
     let (tbl, owner) = unsafe { indexed_table(data.tg_relation) };
-    let indexes = Spi::connect(|client| IndexConfig::of_table(client, fn_oid, tbl));
+    let indexes = Spi::connect(|client| Index::of_table(client, fn_oid, tbl));
     if indexes.is_empty() {
         refuse_newer_index(tbl);
         no_index(fired_on);
@@ -244,10 +233,10 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
     let ext = Extension::of_function(fn_oid);
     for cfg in indexes.iter() {
         // SAFETY: the trigger's relation and its descriptor.
-        let text = unsafe { cfg.text.reader(fired_on, tupdesc) };
+        let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
         // SAFETY: an UPDATE row trigger's old (tg_trigtuple) and new (tg_newtuple) rows are
         // rows of the relation, described by its descriptor.
-        let (doc, old_doc) = cfg.text.evaluating(owner, || unsafe {
+        let (doc, old_doc) = cfg.def.text.evaluating(owner, || unsafe {
             (
                 text.tuple_text(data.tg_newtuple),
                 text.tuple_text(data.tg_trigtuple),
@@ -256,10 +245,11 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
         if doc == old_doc {
             continue;
         }
-        let (id_attno, id_type) = cfg.id_attribute(tupdesc, fired_on);
+        let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
         // SAFETY: the attribute number and type come from the row's descriptor.
-        let id = unsafe { id_attribute(data.tg_newtuple, tupdesc, id_attno, id_type, cfg.key) };
-        let entry = doc.and_then(|doc| band_entry(utf8(doc), cfg.k, cfg.shingling, cfg.banding));
+        let id = unsafe { tuple_id(data.tg_newtuple, tupdesc, id_attno, id_type, cfg.def.key) };
+        let entry = doc
+            .and_then(|doc| band_entry(utf8(doc), cfg.def.k, cfg.def.shingling, cfg.def.banding));
         if let (Some(id), Some((keys, sketch))) = (id, entry) {
             as_owner(owner, || {
                 claim_band_rows(cfg, (tbl, owner, ext), &id, &keys, sketch)
@@ -267,27 +257,6 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
         }
     }
     new
-}
-
-/// How a trigger is named [`CLAIM_TRIGGER`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum ClaimName {
-    /// Exactly.
-    Table,
-    /// As Citus names its copy on a shard: `<name>_<shard id>`.
-    ShardCopy,
-}
-
-/// Whether trigger name `name` is that of the claim trigger, and how.
-pub(super) fn claim_trigger_name(name: &[u8]) -> Option<ClaimName> {
-    let rest = name.strip_prefix(CLAIM_TRIGGER.as_bytes())?;
-    match rest.strip_prefix(b"_") {
-        None if rest.is_empty() => Some(ClaimName::Table),
-        Some(id) if !id.is_empty() && id.iter().all(u8::is_ascii_digit) => {
-            Some(ClaimName::ShardCopy)
-        }
-        _ => None,
-    }
 }
 
 /// Whether `rel` has an enabled duplicate check of the extension that owns `sync_fn` which
@@ -321,26 +290,6 @@ unsafe fn unchecked_updates(rel: pg_sys::Relation, sync_fn: pg_sys::Oid) -> bool
 
 /// The duplicate check's trigger function.
 const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
-
-/// The id attribute, as the band table stores it (`key`), NULL as None.
-///
-/// # Safety
-/// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`; `key` is the
-/// index's.
-pub(super) unsafe fn id_attribute(
-    tuple: *mut pg_sys::HeapTupleData,
-    tupdesc: pg_sys::TupleDesc,
-    attno: usize,
-    typid: pg_sys::Oid,
-    key: KeyType,
-) -> Option<Id> {
-    let mut is_null = false;
-    // SAFETY: per the contract.
-    unsafe {
-        let datum = pg_sys::heap_getattr(tuple, attno as i32, tupdesc, &mut is_null);
-        (!is_null).then(|| key.id(datum, typid))
-    }
-}
 
 /// Of one band table in this transaction: how many times a sync trigger wrote it, and that
 /// count as each trigger depth's last sync left it.
@@ -394,7 +343,7 @@ fn followed_sync(band: pg_sys::Oid) -> bool {
 ///
 /// # Safety
 /// As for [`insert_band_rows`]; the transition tables are this trigger event's.
-unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &IndexConfig, band: &BandTable, event: Event) {
+unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, event: Event) {
     // (each with whether it holds new rows)
     let tables = match event {
         Event::Insert => vec![(data.tg_newtable, true)],
@@ -429,14 +378,14 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &IndexConfig, band: &BandTa
     let mut rows: Vec<BandRow> = Vec::new();
     for chunk in ids.chunks(INSERT_BATCH) {
         pg_sys::check_for_interrupts!();
-        let (arg, arg_type) = cfg.key.array_arg(chunk);
+        let (arg, arg_type) = cfg.def.key.array_arg(chunk);
         Spi::connect(|client| {
             with_prepared(client, &cfg.sql[1], arg_type, arg, |table| {
                 for_each_text_row(table, |id, text| {
                     // SAFETY: the query selects the id as the band table stores it.
-                    let id = unsafe { cfg.key.id(id, pg_sys::INT8OID) };
+                    let id = unsafe { cfg.def.key.id(id, pg_sys::INT8OID) };
                     if let Some((keys, sketch)) =
-                        band_entry(text, cfg.k, cfg.shingling, cfg.banding)
+                        band_entry(text, cfg.def.k, cfg.def.shingling, cfg.def.banding)
                     {
                         room(&mut rows, keys.len());
                         rows.extend(keys.into_iter().map(|key| band_row(&id, key, sketch)));
@@ -470,12 +419,12 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &IndexConfig, band: &BandTa
 
 /// Raises 23502 for a row with a text and a NULL id: the band table's id column is NOT NULL,
 /// as an INSERT into it would say.
-fn null_id(cfg: &IndexConfig, band: &BandTable) -> ! {
+fn null_id(cfg: &Index, band: &BandTable) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
         format!(
             "null value in column \"id\" of relation \"{}\" violates not-null constraint",
-            relation_name(cfg.band_table)
+            relation_name(cfg.def.band_table)
         ),
         Some(format!(
             "Rows of {} with a text need an id.",
@@ -571,7 +520,7 @@ impl TransitionRows {
     /// `tables` are transition tables of this trigger event, of the trigger's relation.
     unsafe fn open(
         data: &pg_sys::TriggerData,
-        cfg: &IndexConfig,
+        cfg: &Index,
         tables: [*mut pg_sys::Tuplestorestate; 2],
     ) -> TransitionRows {
         // SAFETY: per the contract; a read pointer of our own for each table, as each scan of
@@ -579,8 +528,8 @@ impl TransitionRows {
         unsafe {
             let tupdesc = (*data.tg_relation).rd_att;
             let tbl = (*data.tg_relation).rd_id;
-            let text = cfg.text.reader(tbl, tupdesc);
-            let (id_attno, id_type) = cfg.id_attribute(tupdesc, tbl);
+            let text = cfg.def.text.reader(tbl, tupdesc);
+            let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, tbl);
             let slots = tables.map(|rows| {
                 if rows.is_null() {
                     return std::ptr::null_mut();
@@ -597,7 +546,7 @@ impl TransitionRows {
                 slots,
                 id_attno: id_attno as c_int,
                 id_type,
-                key: cfg.key,
+                key: cfg.def.key,
                 text,
             }
         }
@@ -650,8 +599,13 @@ impl TransitionRows {
 }
 
 /// The band keys and sketch of a row's text (see [`band_entry`]).
-fn row_entry(row: &Row<'_>, cfg: &IndexConfig) -> Option<(Vec<i64>, BandSketch)> {
-    band_entry(utf8(row.text?), cfg.k, cfg.shingling, cfg.banding)
+fn row_entry(row: &Row<'_>, cfg: &Index) -> Option<(Vec<i64>, BandSketch)> {
+    band_entry(
+        utf8(row.text?),
+        cfg.def.k,
+        cfg.def.shingling,
+        cfg.def.banding,
+    )
 }
 
 /// Calls `f` with each row of `table`; for an UPDATE (`pairs` = (old, new)), with the old
@@ -661,7 +615,7 @@ fn row_entry(row: &Row<'_>, cfg: &IndexConfig) -> Option<(Vec<i64>, BandSketch)>
 /// `table` and `pairs` are transition tables of this trigger event.
 unsafe fn for_each_changed_row(
     data: &pg_sys::TriggerData,
-    cfg: &IndexConfig,
+    cfg: &Index,
     table: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
     side: usize,
@@ -686,14 +640,14 @@ unsafe fn for_each_changed_row(
 /// `new` and `pairs` are transition tables of this trigger event.
 unsafe fn insert_band_rows(
     data: &pg_sys::TriggerData,
-    cfg: &IndexConfig,
+    cfg: &Index,
     band: &BandTable,
     new: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
 ) {
     let mut writer = band.writer(false);
     let side = usize::from(pairs.is_some());
-    let claimed = claim::any(cfg.band_table);
+    let claimed = claim::any(cfg.def.band_table);
     let mut rows = Vec::new();
     // SAFETY: per the contract.
     unsafe {
@@ -724,29 +678,6 @@ unsafe fn insert_band_rows(
     }
 }
 
-/// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
-/// by `owner`, indexed by extension `ext`) now, as a claim (see `claim`): for
-/// `minhash_flag_duplicate`, before it checks the row. As the table's owner.
-pub(super) fn claim_band_rows(
-    cfg: &IndexConfig,
-    (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
-    id: &Id,
-    keys: &[i64],
-    sketch: BandSketch,
-) {
-    // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
-    unsafe {
-        let band = BandTable::open(cfg, cfg.band_table, tbl, owner, ext);
-        let mut writer = band.writer(true);
-        for &key in keys {
-            writer.push(band_row(id, key, sketch));
-        }
-        let tids = writer.close();
-        claim::record(band.rel, id, tids);
-        band.close();
-    }
-}
-
 /// Removes the band rows of the rows of `old` (for an UPDATE, `pairs` = (old, new), only of the
 /// rows whose id or text changed).
 ///
@@ -754,7 +685,7 @@ pub(super) fn claim_band_rows(
 /// `old` and `pairs` are transition tables of this trigger event.
 unsafe fn delete_band_rows(
     data: &pg_sys::TriggerData,
-    cfg: &IndexConfig,
+    cfg: &Index,
     band: &BandTable,
     old: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
@@ -776,339 +707,4 @@ unsafe fn delete_band_rows(
         });
     }
     band.delete(&mut ids, &mut keys);
-}
-
-/// Takes back the claim `claim_band_rows` made for the row with id `id` of `tbl`: its band rows
-/// are deleted (see `claim`).
-pub(super) fn withdraw_claim(
-    cfg: &IndexConfig,
-    (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
-    id: &Id,
-) {
-    // SAFETY: as for `claim_band_rows`.
-    unsafe {
-        let band = BandTable::open(cfg, cfg.band_table, tbl, owner, ext);
-        claim::release(band.rel, id);
-        band.close();
-    }
-}
-
-/// An indexed table's band table, open and locked for writing.
-struct BandTable {
-    tbl: pg_sys::Oid,
-    rel: pg_sys::Relation,
-    /// The type of its id column.
-    key: KeyType,
-}
-
-impl BandTable {
-    /// Opens the band table of `cfg` with RowExclusiveLock, as an INSERT or DELETE would, and
-    /// refuses it unless it is the plain table `minhash_index_create` made, owned by `owner`,
-    /// with no trigger but its load trigger of extension `ext` (see the module
-    /// documentation).
-    ///
-    /// # Safety
-    /// Within a transaction; the relation stays open until `close` or the transaction's end.
-    unsafe fn open(
-        cfg: &IndexConfig,
-        band: pg_sys::Oid,
-        tbl: pg_sys::Oid,
-        owner: pg_sys::Oid,
-        ext: Extension,
-    ) -> BandTable {
-        let altered = |why: &str| -> ! {
-            raise(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "the band table of {} is not the plain table minhash_index_create() made",
-                    regclass_name(tbl)
-                ),
-                Some(format!(
-                    "It {why}. Undo that, or drop the index with minhash_index_drop() and \
-                     create it again."
-                )),
-            )
-        };
-        // SAFETY: opening by OID; NULL if the relation is gone. The relation's cached catalog
-        // data is read while it is open.
-        unsafe {
-            let rel = pg_sys::try_table_open(band, pg_sys::RowExclusiveLock as c_int);
-            if rel.is_null() {
-                // (the catalog row this transaction's snapshot shows was dropped since)
-                refuse_newer_index(tbl);
-                raise(
-                    PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
-                    format!("the band table of {} does not exist", regclass_name(tbl)),
-                    Some("Drop the index with minhash_index_drop() and create it again.".into()),
-                );
-            }
-            let class = &*(*rel).rd_rel;
-            let desc = (*rel).rd_att;
-            let columns = compat::attributes(desc);
-            if class.relowner != owner {
-                raise(
-                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    format!(
-                        "the band table of {} does not belong to the table's owner",
-                        regclass_name(tbl)
-                    ),
-                    Some("Drop the index with minhash_index_drop() and create it again.".into()),
-                );
-            }
-            if class.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
-                || class.relam != pg_sys::HEAP_TABLE_AM_OID
-                || class.relispartition
-                || class.relhassubclass
-            {
-                altered("is no longer a plain heap table");
-            }
-            if !only_load_trigger((*rel).trigdesc, ext) {
-                altered("has triggers");
-            }
-            if !(*rel).rd_rules.is_null() {
-                altered("has rules");
-            }
-            if class.relrowsecurity {
-                altered("has row-level security");
-            }
-            if !(*desc).constr.is_null() && (*(*desc).constr).num_check != 0 {
-                altered("has CHECK constraints");
-            }
-            // (a dropped column stays in the descriptor)
-            let live: Vec<_> = columns.iter().filter(|a| !a.attisdropped).collect();
-            // (the id in its key type, bigint for integer keys)
-            let same_columns = live.len() == BAND_COLUMNS.len()
-                && live.iter().zip(BAND_COLUMNS).all(|(a, name)| {
-                    a.atttypid
-                        == if name == "id" {
-                            cfg.key.oid
-                        } else {
-                            pg_sys::INT8OID
-                        }
-                        && a.attidentity == 0
-                        && a.attgenerated == 0
-                        && pgrx::name_data_to_str(&a.attname) == name
-                });
-            if !same_columns {
-                altered("has other columns than (id, key, sketch1, sketch2) of their types");
-            }
-            BandTable {
-                tbl,
-                rel,
-                key: cfg.key,
-            }
-        }
-    }
-
-    /// The shard of the band table of `cfg` beside `shard` of its table (see `citus`), opened
-    /// and checked as [`BandTable::open`] does.
-    ///
-    /// # Safety
-    /// As for [`BandTable::open`].
-    unsafe fn open_shard(
-        cfg: &IndexConfig,
-        shard: Shard,
-        owner: pg_sys::Oid,
-        ext: Extension,
-    ) -> BandTable {
-        let band = shard.beside(cfg.band_table).unwrap_or_else(|| {
-            raise(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "the band table {} has no shard beside shard {} of {} on this node",
-                    regclass_name(cfg.band_table),
-                    shard.id,
-                    regclass_name(shard.table)
-                ),
-                Some(
-                    "The band table must stay co-located with its table; drop the index with \
-                     minhash_index_drop() and create it again."
-                        .into(),
-                ),
-            )
-        });
-        // SAFETY: per the contract.
-        unsafe { BandTable::open(cfg, band, shard.table, owner, ext) }
-    }
-
-    /// A writer of new band rows; `tids`: it returns where the rows went.
-    fn writer(&self, tids: bool) -> BandWriter {
-        BandWriter::new(self.rel, self.key, tids)
-    }
-
-    /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors.
-    fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>) {
-        if ids.is_empty() {
-            return;
-        }
-        // SAFETY: the relation is open.
-        let band = qualified_name(unsafe { (*self.rel).rd_id });
-        let (id_array, id_array_type) = self.key.array_arg(ids);
-        // (the statement is kept by its text, which names the id type)
-        let sql = format!(
-            "DELETE FROM {band} b
-             USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2)) AS o(id, key)
-             WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
-            id_array = type_name_qualified(id_array_type),
-        );
-        ids.clear();
-        let args = [id_array, std::mem::take(keys).into()];
-        let types = [id_array_type, PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
-        run_prepared(&sql, &types, &args);
-    }
-
-    /// Deletes the band rows whose id no row of the indexed table has (after a partition of
-    /// it was emptied): one anti-join of the band table with the table's ids.
-    fn delete_missing(&self, cfg: &IndexConfig) {
-        // SAFETY: the relation is open.
-        let band = qualified_name(unsafe { (*self.rel).rd_id });
-        let sql = format!(
-            "DELETE FROM {band} b WHERE NOT EXISTS (SELECT FROM {tbl} t
-                 WHERE t.{id} OPERATOR(pg_catalog.=) b.id)",
-            tbl = qualified_name(cfg.tbl),
-            id = quote_ident_str(&cfg.id_column),
-        );
-        Spi::connect_mut(|client| client.update(&sql, None, &[]).map(drop))
-            .unwrap_or_else(|e| spi_write_failed(e));
-    }
-
-    /// Empties the band table (closing it first).
-    fn close_and_truncate(self) {
-        // SAFETY: the relation is open.
-        let band = qualified_name(unsafe { (*self.rel).rd_id });
-        self.close();
-        Spi::connect_mut(|client| {
-            client
-                .update(&format!("TRUNCATE {band}"), None, &[])
-                .map(drop)
-        })
-        .unwrap_or_else(|e| spi_write_failed(e));
-    }
-
-    fn close(self) {
-        // SAFETY: opened in `open`; the lock is kept until the transaction ends.
-        unsafe { pg_sys::table_close(self.rel, pg_sys::NoLock as c_int) };
-    }
-}
-
-/// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend
-/// (`prepared`).
-fn run_prepared(sql: &str, types: &[PgOid], args: &[pgrx::datum::DatumWithOid<'_>]) {
-    run_prepared_with(sql, types, args, |_| Ok(()));
-}
-
-/// [`run_prepared`], calling `result` with what the statement returned.
-fn run_prepared_with(
-    sql: &str,
-    types: &[PgOid],
-    args: &[pgrx::datum::DatumWithOid<'_>],
-    result: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
-) {
-    Spi::connect(|client| prepared::run(client, sql, Access::Write, types, args, result))
-        .unwrap_or_else(|e| spi_write_failed(e));
-}
-
-fn spi_write_failed(e: pgrx::spi::Error) -> ! {
-    raise(
-        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-        format!("writing the band table through SPI failed: {e}"),
-        None,
-    )
-}
-
-/// Band rows on their way into an open band table: one prepared `INSERT ... SELECT unnest(...)`
-/// per `INSERT_BATCH` rows, run through SPI as the caller runs it (as the table's owner). The
-/// executor writes the heap and every index and checks what the band table asks of a row; the
-/// band table's load trigger keeps the rows (`restore::sync_writes`).
-struct BandWriter {
-    band: pg_sys::Oid,
-    key: KeyType,
-    /// The INSERT, with `RETURNING ctid` when the TIDs are wanted.
-    sql: String,
-    ids: Vec<Id>,
-    columns: [Vec<i64>; 3],
-    /// Where the rows went, if asked for (`claim_band_rows`).
-    tids: Option<Vec<pg_sys::ItemPointerData>>,
-}
-
-impl BandWriter {
-    /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
-    /// `key`; `tids`: `close` returns where the rows went (`RETURNING ctid`).
-    fn new(band: pg_sys::Relation, key: KeyType, tids: bool) -> BandWriter {
-        // SAFETY: the relation is open.
-        let band = unsafe { (*band).rd_id };
-        // SAFETY: a catalog lookup of the array type of an existing type.
-        let id_array = type_name_qualified(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
-        // (the statement is kept by its text, which names the id type)
-        let sql = format!(
-            "INSERT INTO {} (id, key, sketch1, sketch2)
-             SELECT pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2),
-                    pg_catalog.unnest($3), pg_catalog.unnest($4){}",
-            qualified_name(band),
-            if tids { " RETURNING ctid" } else { "" }
-        );
-        BandWriter {
-            band,
-            key,
-            sql,
-            ids: Vec::new(),
-            columns: Default::default(),
-            tids: tids.then(Vec::new),
-        }
-    }
-
-    /// Queues one band row.
-    fn push(&mut self, (id, key, sketch): BandRow) {
-        self.ids.push(id);
-        for (column, value) in self.columns.iter_mut().zip([key, sketch[0], sketch[1]]) {
-            column.push(value);
-        }
-        if self.ids.len() >= INSERT_BATCH {
-            self.flush();
-        }
-    }
-
-    /// Inserts the queued rows with one execution of the prepared INSERT.
-    fn flush(&mut self) {
-        if self.ids.is_empty() {
-            return;
-        }
-        let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
-        let [b, c, d] = std::mem::take(&mut self.columns);
-        let args = [ids, b.into(), c.into(), d.into()];
-        let int8_array = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
-        let types = [id_array_type, int8_array, int8_array, int8_array];
-        let tids = &mut self.tids;
-        restore::sync_writes(self.band, || {
-            run_prepared_with(&self.sql, &types, &args, |mut table| {
-                let Some(tids) = tids else {
-                    return Ok(());
-                };
-                let rows = table.len();
-                table = table.first();
-                for _ in 0..rows {
-                    if let Some(tid) = table.get_datum_by_ordinal(1)? {
-                        // SAFETY: a tid datum points to an ItemPointerData.
-                        tids.push(unsafe { *tid.cast_mut_ptr::<pg_sys::ItemPointerData>() });
-                    }
-                    table.next();
-                }
-                Ok(())
-            })
-        });
-    }
-
-    /// Inserts what is queued; returns where the rows went, if asked for.
-    fn close(mut self) -> Vec<pg_sys::ItemPointerData> {
-        self.flush();
-        self.tids.unwrap_or_default()
-    }
-}
-
-/// A type's schema-qualified name, as SQL writes it.
-fn type_name_qualified(typid: PgOid) -> String {
-    // SAFETY: format_type_be_qualified takes any OID and returns a palloc'd C string.
-    unsafe { CStr::from_ptr(pg_sys::format_type_be_qualified(typid.value())) }
-        .to_string_lossy()
-        .into_owned()
 }

@@ -13,3 +13,29 @@ pub(super) fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
         })
         .collect()
 }
+
+/// The name of the row trigger beside the sync triggers: `BEFORE UPDATE ... FOR EACH ROW`,
+/// named to fire after every BEFORE trigger with an ASCII name, so that it sees the row as it
+/// will be stored.
+pub(super) const CLAIM_TRIGGER: &str = "~minhash_sync_claim";
+
+/// How a trigger is named [`CLAIM_TRIGGER`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClaimName {
+    /// Exactly.
+    Table,
+    /// As Citus names its copy on a shard: `<name>_<shard id>`.
+    ShardCopy,
+}
+
+/// Whether trigger name `name` is that of the claim trigger, and how.
+pub(super) fn claim_trigger_name(name: &[u8]) -> Option<ClaimName> {
+    let rest = name.strip_prefix(CLAIM_TRIGGER.as_bytes())?;
+    match rest.strip_prefix(b"_") {
+        None if rest.is_empty() => Some(ClaimName::Table),
+        Some(id) if !id.is_empty() && id.iter().all(u8::is_ascii_digit) => {
+            Some(ClaimName::ShardCopy)
+        }
+        _ => None,
+    }
+}

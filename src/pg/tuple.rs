@@ -1,5 +1,7 @@
 //! Reading attributes of tuples and transition rows.
 
+use std::ffi::CString;
+
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
@@ -45,4 +47,11 @@ pub(crate) fn column(
                 Some(hint.into()),
             )
         })
+}
+
+/// The attribute number of column `name` of `table`, 0 if it has none.
+pub fn attnum(table: pg_sys::Oid, name: &str) -> i16 {
+    let name = CString::new(name).expect("identifiers have no NUL");
+    // SAFETY: a catalog lookup; InvalidAttrNumber (0) if there is no such column.
+    unsafe { pg_sys::get_attnum(table, name.as_ptr()) }
 }

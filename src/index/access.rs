@@ -1,0 +1,400 @@
+//! An index as lookups, checks and syncs reach it: its catalog row (`catalog::IndexDef`), its
+//! placement (a table, a partitioned table or a Citus table) and its lookup SQL, built once
+//! and kept per backend until PostgreSQL invalidates a relation it depends on.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
+
+use crate::pg::error::raise;
+use crate::pg::names::{qualified_name, quote_ident_str, quote_literal, regclass_name};
+
+use super::catalog::{check_indexable, refuse_newer_index, IndexDef};
+use super::citus;
+use super::extension::Extension;
+use super::prepared::with_prepared;
+use super::restore::has_sync_trigger;
+use super::scan::{BandIndex, RowIndex};
+
+thread_local! {
+    /// Indexes read in this backend, by table: its indexes, in the order of their band
+    /// tables' OIDs. An entry is dropped when PostgreSQL invalidates the relcache entry of its
+    /// table (or a table of its partition tree) or of one of its band tables: DDL on either (the index
+    /// functions create and drop the table's triggers) and every change to its catalog row
+    /// (the `minhash_indexes_changed` trigger) does that, in this backend at the end of the
+    /// command and in the others before their next lock on either table or their next
+    /// transaction, as for PostgreSQL's own caches.
+    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Indexes>> = RefCell::new(HashMap::new());
+
+    /// Relations whose relcache entries were invalidated since [`CONFIGS`] was last pruned
+    /// (`None`: all of them). The callback only records them: it may run in the middle of
+    /// anything, including while `CONFIGS` is borrowed.
+    static INVALIDATED: RefCell<Option<Vec<pg_sys::Oid>>> = const { RefCell::new(Some(Vec::new())) };
+
+    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Invalidations remembered one by one; beyond this many, the whole cache is dropped.
+const MAX_INVALIDATED: usize = 256;
+
+/// Relcache invalidation callback: remembers `relid` (InvalidOid: every relation).
+unsafe extern "C-unwind" fn relcache_invalidated(_: pg_sys::Datum, relid: pg_sys::Oid) {
+    INVALIDATED.with(|pending| {
+        // never borrowed while PostgreSQL code runs, so this cannot fail; if it ever did,
+        // forgetting everything is always safe
+        let Ok(mut pending) = pending.try_borrow_mut() else {
+            return;
+        };
+        match pending.as_mut() {
+            Some(relids) if relid != pg_sys::InvalidOid && relids.len() < MAX_INVALIDATED => {
+                relids.push(relid)
+            }
+            _ => *pending = None,
+        }
+    });
+}
+
+/// The indexes of one table.
+pub(super) type Indexes = Rc<[Rc<Index>]>;
+
+/// The cached catalog rows of `tbl`, after dropping the invalidated entries.
+fn cached(tbl: pg_sys::Oid) -> Option<Indexes> {
+    if !CALLBACK_REGISTERED.replace(true) {
+        // SAFETY: registered once per backend; the callback neither errors nor allocates in
+        // PostgreSQL memory.
+        unsafe {
+            pg_sys::CacheRegisterRelcacheCallback(
+                Some(relcache_invalidated),
+                pg_sys::Datum::from(0),
+            )
+        };
+    }
+    let pending = INVALIDATED.with_borrow_mut(|p| p.replace(Vec::new()));
+    CONFIGS.with_borrow_mut(|configs| {
+        match pending {
+            None => configs.clear(),
+            Some(relids) if !relids.is_empty() => configs.retain(|_, cfgs| {
+                cfgs.iter().all(|cfg| {
+                    !relids.contains(&cfg.def.band_table)
+                        && !cfg.def.members.iter().any(|m| relids.contains(m))
+                })
+            }),
+            Some(_) => {}
+        }
+        configs.get(&tbl).cloned()
+    })
+}
+
+/// Where an index's rows and band rows are, resolved once when the index is read: it answers
+/// how a lookup or a duplicate check reaches them.
+pub(super) enum Placement {
+    /// A table of this node: the band table's `(key, id)` index and the table's unique index
+    /// on the id are read directly where usable (see `scan`).
+    Table {
+        band_index: Option<BandIndex>,
+        row_index: Option<RowIndex>,
+    },
+    /// A partitioned table of this node: as a table, and an index led by the id on each of its
+    /// leaf partitions, if each has one (a duplicate check reads them).
+    Partitioned {
+        band_index: Option<BandIndex>,
+        row_index: Option<RowIndex>,
+        leaves: Option<Vec<RowIndex>>,
+    },
+    /// A Citus table: its rows are on the workers, so a lookup runs its SQL queries, and the
+    /// second verifies the candidates there (see `citus`).
+    Citus,
+}
+
+impl Placement {
+    /// The placement of the index `def` describes.
+    fn of(def: &IndexDef) -> Placement {
+        if citus::is_citus_table(def.band_table) {
+            return Placement::Citus;
+        }
+        let band_index = BandIndex::find(def.band_table, def.key);
+        let row_index = RowIndex::find(def.tbl, &def.id_column, def.key, false);
+        if def.members.len() <= 1 {
+            return Placement::Table {
+                band_index,
+                row_index,
+            };
+        }
+        let leaf = |m: &&pg_sys::Oid| {
+            // SAFETY: a catalog lookup by OID.
+            unsafe { pg_sys::get_rel_relkind(**m) == pg_sys::RELKIND_RELATION as std::ffi::c_char }
+        };
+        let leaves = def.members[1..]
+            .iter()
+            .filter(leaf)
+            .map(|&leaf| RowIndex::find(leaf, &def.id_column, def.key, true))
+            .collect::<Option<Vec<_>>>();
+        Placement::Partitioned {
+            band_index,
+            row_index,
+            leaves,
+        }
+    }
+
+    /// The band table's index, if a lookup may read it directly.
+    pub(super) fn band_index(&self) -> Option<BandIndex> {
+        match self {
+            Placement::Table { band_index, .. } | Placement::Partitioned { band_index, .. } => {
+                *band_index
+            }
+            Placement::Citus => None,
+        }
+    }
+
+    /// The table's unique index on the id, through which a lookup reads texts directly.
+    pub(super) fn row_index(&self) -> Option<RowIndex> {
+        match self {
+            Placement::Table { row_index, .. } | Placement::Partitioned { row_index, .. } => {
+                *row_index
+            }
+            Placement::Citus => None,
+        }
+    }
+
+    /// The indexes a duplicate check reads rows through: the table's index on the id, or one
+    /// led by the id on each leaf partition; None if it lacks them.
+    pub(super) fn check_row_indexes(&self) -> Option<&[RowIndex]> {
+        match self {
+            Placement::Table {
+                row_index: Some(row_index),
+                ..
+            }
+            | Placement::Partitioned {
+                row_index: Some(row_index),
+                ..
+            } => Some(std::slice::from_ref(row_index)),
+            Placement::Partitioned {
+                leaves: Some(leaves),
+                ..
+            } => Some(leaves),
+            _ => None,
+        }
+    }
+
+    /// Whether the candidates of a lookup are verified where the rows are, by SQL.
+    pub(super) fn verifies_remotely(&self) -> bool {
+        matches!(self, Placement::Citus)
+    }
+}
+
+/// An index as a lookup, a check or a sync reaches it.
+pub(super) struct Index {
+    pub(super) def: IndexDef,
+    pub(super) placement: Placement,
+    /// The lookup's two SQL queries (see [`Index::lookup_sql`]; of a Citus table, the second
+    /// is [`Index::verify_sql`]).
+    pub(super) sql: [String; 2],
+}
+
+impl Index {
+    /// The index named `name` (see [`Index::find`]); 42704 if there is none (40001 if
+    /// the table has one that this transaction's snapshot predates, see
+    /// [`refuse_newer_index`]).
+    pub(super) fn get(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, name: pg_sys::Oid) -> Rc<Index> {
+        Self::find(client, fn_oid, name).unwrap_or_else(|| {
+            check_indexable(name);
+            // SAFETY: the relation is opened with a lock (or not found) and closed again; its
+            // trigger descriptor is read while it is open.
+            unsafe {
+                let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
+                if !rel.is_null() {
+                    let ext = Extension::of_function(fn_oid);
+                    let indexed = has_sync_trigger((*rel).trigdesc, ext);
+                    pg_sys::table_close(rel, pg_sys::NoLock as i32);
+                    if indexed {
+                        refuse_newer_index(name);
+                    }
+                }
+            }
+            raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("table {} has no minhash index", regclass_name(name)),
+                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
+            )
+        })
+    }
+
+    /// The index named `name`: the one index of table `name`, or the index whose band table
+    /// `name` is (42725 for a table with several; see [`Index::of_table`]).
+    pub(super) fn find(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        name: pg_sys::Oid,
+    ) -> Option<Rc<Index>> {
+        let indexes = Self::of_table(client, fn_oid, name);
+        match &indexes[..] {
+            [one] => return Some(Rc::clone(one)),
+            [] => {}
+            several => ambiguous(name, several),
+        }
+        let schema = Extension::of_function(fn_oid).quoted_schema();
+        let sql = format!(
+            "SELECT i.tbl::pg_catalog.oid FROM {schema}.minhash_indexes i
+             WHERE i.band_table OPERATOR(pg_catalog.=) $1"
+        );
+        let tbl = with_prepared(
+            client,
+            &sql,
+            PgOid::BuiltIn(PgBuiltInOids::OIDOID),
+            name.into(),
+            |table| {
+                if table.is_empty() {
+                    return Ok(None);
+                }
+                table.first().get::<pg_sys::Oid>(1)
+            },
+        )?;
+        Self::of_table(client, fn_oid, tbl)
+            .iter()
+            .find(|cfg| cfg.def.band_table == name)
+            .cloned()
+    }
+
+    /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
+    /// changed since they were read (see [`IndexDef::read`]).
+    pub(super) fn of_table(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+    ) -> Indexes {
+        let lock = |cfgs: &Indexes| {
+            for cfg in cfgs.iter() {
+                // SAFETY: a lock by OID; a relation dropped meanwhile is locked harmlessly.
+                unsafe {
+                    pg_sys::LockRelationOid(cfg.def.band_table, pg_sys::AccessShareLock as i32)
+                };
+            }
+        };
+        if let Some(cfgs) = cached(tbl) {
+            // Lock what the lookup reads, as its first read would; that brings in every
+            // invalidation committed meanwhile (a dropped index, a changed row), and the entry
+            // is used only if it survives them. The locks then keep the band table's indexes
+            // from being dropped until the transaction ends.
+            // SAFETY: a lock by OID, as above.
+            unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
+            lock(&cfgs);
+            if let Some(cfgs) = cached(tbl) {
+                return cfgs;
+            }
+        }
+        // The table first: minhash_index_drop takes it before it drops the band table, so the
+        // band table read next cannot go away before this transaction ends.
+        // SAFETY: a lock by OID, as above.
+        unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
+        let schema = Extension::of_function(fn_oid).quoted_schema();
+        let cfgs: Indexes = IndexDef::read(client, fn_oid, tbl)
+            .into_iter()
+            .map(|def| Rc::new(Index::new(&schema, def)))
+            .collect();
+        lock(&cfgs);
+        if !cfgs.is_empty() {
+            CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
+        }
+        cfgs
+    }
+
+    /// The indexes of `tbl` that the arguments of a sync trigger on a shard of it carry (see
+    /// `citus`): each a catalog row as JSON; those of other tables are left out.
+    pub(super) fn of_trigger(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+        args: &[String],
+    ) -> Indexes {
+        let schema = Extension::of_function(fn_oid).quoted_schema();
+        IndexDef::of_trigger_args(client, fn_oid, tbl, args)
+            .into_iter()
+            .map(|def| Rc::new(Index::new(&schema, def)))
+            .collect()
+    }
+
+    /// The index `def` describes, as a lookup reaches it, for the extension in `schema`.
+    fn new(schema: &str, def: IndexDef) -> Index {
+        let placement = Placement::of(&def);
+        let mut sql = Self::lookup_sql(&def);
+        if placement.verifies_remotely() {
+            sql[1] = Self::verify_sql(schema, &def);
+        }
+        Index {
+            def,
+            placement,
+            sql,
+        }
+    }
+
+    /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
+    /// of the band rows with one of the keys `$1`, read from the band table's `(key, id)
+    /// INCLUDE (sketch1, sketch2)` index alone (an index-only scan), for when that index cannot
+    /// be read directly (see `scan`); then `(id, text)` of the rows with the ids `$1`, through
+    /// the table's unique index on the id.
+    fn lookup_sql(def: &IndexDef) -> [String; 2] {
+        let (tbl, band_table, key) = (def.tbl, def.band_table, def.key);
+        let (id, text) = (
+            quote_ident_str(&def.id_column),
+            def.text.caller_sql(band_table, "t"),
+        );
+        // integer ids of any width come as int8, like the band table stores them
+        let cast = if key.integer { "::pg_catalog.int8" } else { "" };
+        [
+            format!(
+                "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
+                 WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
+                bands = qualified_name(band_table),
+            ),
+            format!(
+                "SELECT t.{id}{cast}, {text}::pg_catalog.text FROM {tbl} t
+                 WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",
+                tbl = qualified_name(tbl),
+            ),
+        ]
+    }
+
+    /// The second query of a lookup of an index of a Citus table: `(id, similarity)` of the rows
+    /// with the ids `$1` and their exact Jaccard similarity to the text `$2`, which Citus
+    /// computes on the workers, each for the rows of its shards.
+    fn verify_sql(schema: &str, def: &IndexDef) -> String {
+        let (id, text) = (
+            quote_ident_str(&def.id_column),
+            def.text.caller_sql(def.band_table, "t"),
+        );
+        let cast = if def.key.integer {
+            "::pg_catalog.int8"
+        } else {
+            ""
+        };
+        let (ngram, unit) = (def.shingling.ngram, def.shingling.unit.name());
+        format!(
+            "SELECT t.{id}{cast}, {schema}.jaccard({text}::pg_catalog.text, $2, {ngram}, {unit})
+             FROM {tbl} t
+             WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1) AND {text} IS NOT NULL",
+            tbl = qualified_name(def.tbl),
+            unit = quote_literal(unit),
+        )
+    }
+}
+
+/// Raises 42725: table `tbl` has several indexes, and the call does not say which.
+pub(super) fn ambiguous(tbl: pg_sys::Oid, indexes: &[Rc<Index>]) -> ! {
+    let names: Vec<String> = indexes
+        .iter()
+        .map(|c| regclass_name(c.def.band_table))
+        .collect();
+    raise(
+        PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
+        format!(
+            "table {} has {} minhash indexes",
+            regclass_name(tbl),
+            indexes.len()
+        ),
+        Some(format!("Name one by its band table: {}.", names.join(", "))),
+    )
+}

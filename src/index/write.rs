@@ -1,0 +1,388 @@
+//! Writing a band table: opening it checked (the plain table `minhash_index_create` made, the
+//! table owner's, with no trigger but its load trigger), batched prepared `INSERT`s and
+//! `DELETE`s through SPI, and the claims a duplicate check makes (`claim`). The sync trigger
+//! and the duplicate check write through here, as the table's owner.
+
+use std::ffi::{c_int, CStr};
+
+use pgrx::prelude::*;
+use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
+
+use crate::core::sketch::BandSketch;
+use crate::pg::compat;
+use crate::pg::error::raise;
+use crate::pg::names::{qualified_name, quote_ident_str, regclass_name};
+
+use super::access::Index;
+use super::band::{band_row, BandRow};
+use super::catalog::refuse_newer_index;
+use super::citus::Shard;
+use super::claim;
+use super::extension::Extension;
+use super::key::{Id, KeyType};
+use super::prepared::{self, Access};
+use super::restore::{self, only_load_trigger};
+
+/// Band rows gathered before one `INSERT` writes them.
+pub(super) const INSERT_BATCH: usize = 10_000;
+
+/// The band table's columns, in order, as `minhash_index_create` makes them.
+const BAND_COLUMNS: [&str; 4] = ["id", "key", "sketch1", "sketch2"];
+
+/// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
+/// by `owner`, indexed by extension `ext`) now, as a claim (see `claim`): for
+/// `minhash_flag_duplicate`, before it checks the row. As the table's owner.
+pub(super) fn claim_band_rows(
+    cfg: &Index,
+    (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
+    id: &Id,
+    keys: &[i64],
+    sketch: BandSketch,
+) {
+    // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
+    unsafe {
+        let band = BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext);
+        let mut writer = band.writer(true);
+        for &key in keys {
+            writer.push(band_row(id, key, sketch));
+        }
+        let tids = writer.close();
+        claim::record(band.rel, id, tids);
+        band.close();
+    }
+}
+
+/// Takes back the claim `claim_band_rows` made for the row with id `id` of `tbl`: its band rows
+/// are deleted (see `claim`).
+pub(super) fn withdraw_claim(
+    cfg: &Index,
+    (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
+    id: &Id,
+) {
+    // SAFETY: as for `claim_band_rows`.
+    unsafe {
+        let band = BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext);
+        claim::release(band.rel, id);
+        band.close();
+    }
+}
+
+/// An indexed table's band table, open and locked for writing.
+pub(super) struct BandTable {
+    pub(super) tbl: pg_sys::Oid,
+    pub(super) rel: pg_sys::Relation,
+    /// The type of its id column.
+    key: KeyType,
+}
+
+impl BandTable {
+    /// Opens the band table of `cfg` with RowExclusiveLock, as an INSERT or DELETE would, and
+    /// refuses it unless it is the plain table `minhash_index_create` made, owned by `owner`,
+    /// with no trigger but its load trigger of extension `ext` (see the module
+    /// documentation).
+    ///
+    /// # Safety
+    /// Within a transaction; the relation stays open until `close` or the transaction's end.
+    pub(super) unsafe fn open(
+        cfg: &Index,
+        band: pg_sys::Oid,
+        tbl: pg_sys::Oid,
+        owner: pg_sys::Oid,
+        ext: Extension,
+    ) -> BandTable {
+        let altered = |why: &str| -> ! {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the band table of {} is not the plain table minhash_index_create() made",
+                    regclass_name(tbl)
+                ),
+                Some(format!(
+                    "It {why}. Undo that, or drop the index with minhash_index_drop() and \
+                     create it again."
+                )),
+            )
+        };
+        // SAFETY: opening by OID; NULL if the relation is gone. The relation's cached catalog
+        // data is read while it is open.
+        unsafe {
+            let rel = pg_sys::try_table_open(band, pg_sys::RowExclusiveLock as c_int);
+            if rel.is_null() {
+                // (the catalog row this transaction's snapshot shows was dropped since)
+                refuse_newer_index(tbl);
+                raise(
+                    PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+                    format!("the band table of {} does not exist", regclass_name(tbl)),
+                    Some("Drop the index with minhash_index_drop() and create it again.".into()),
+                );
+            }
+            let class = &*(*rel).rd_rel;
+            let desc = (*rel).rd_att;
+            let columns = compat::attributes(desc);
+            if class.relowner != owner {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!(
+                        "the band table of {} does not belong to the table's owner",
+                        regclass_name(tbl)
+                    ),
+                    Some("Drop the index with minhash_index_drop() and create it again.".into()),
+                );
+            }
+            if class.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+                || class.relam != pg_sys::HEAP_TABLE_AM_OID
+                || class.relispartition
+                || class.relhassubclass
+            {
+                altered("is no longer a plain heap table");
+            }
+            if !only_load_trigger((*rel).trigdesc, ext) {
+                altered("has triggers");
+            }
+            if !(*rel).rd_rules.is_null() {
+                altered("has rules");
+            }
+            if class.relrowsecurity {
+                altered("has row-level security");
+            }
+            if !(*desc).constr.is_null() && (*(*desc).constr).num_check != 0 {
+                altered("has CHECK constraints");
+            }
+            // (a dropped column stays in the descriptor)
+            let live: Vec<_> = columns.iter().filter(|a| !a.attisdropped).collect();
+            // (the id in its key type, bigint for integer keys)
+            let same_columns = live.len() == BAND_COLUMNS.len()
+                && live.iter().zip(BAND_COLUMNS).all(|(a, name)| {
+                    a.atttypid
+                        == if name == "id" {
+                            cfg.def.key.oid
+                        } else {
+                            pg_sys::INT8OID
+                        }
+                        && a.attidentity == 0
+                        && a.attgenerated == 0
+                        && pgrx::name_data_to_str(&a.attname) == name
+                });
+            if !same_columns {
+                altered("has other columns than (id, key, sketch1, sketch2) of their types");
+            }
+            BandTable {
+                tbl,
+                rel,
+                key: cfg.def.key,
+            }
+        }
+    }
+
+    /// The shard of the band table of `cfg` beside `shard` of its table (see `citus`), opened
+    /// and checked as [`BandTable::open`] does.
+    ///
+    /// # Safety
+    /// As for [`BandTable::open`].
+    pub(super) unsafe fn open_shard(
+        cfg: &Index,
+        shard: Shard,
+        owner: pg_sys::Oid,
+        ext: Extension,
+    ) -> BandTable {
+        let band = shard.beside(cfg.def.band_table).unwrap_or_else(|| {
+            raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the band table {} has no shard beside shard {} of {} on this node",
+                    regclass_name(cfg.def.band_table),
+                    shard.id,
+                    regclass_name(shard.table)
+                ),
+                Some(
+                    "The band table must stay co-located with its table; drop the index with \
+                     minhash_index_drop() and create it again."
+                        .into(),
+                ),
+            )
+        });
+        // SAFETY: per the contract.
+        unsafe { BandTable::open(cfg, band, shard.table, owner, ext) }
+    }
+
+    /// A writer of new band rows; `tids`: it returns where the rows went.
+    pub(super) fn writer(&self, tids: bool) -> BandWriter {
+        BandWriter::new(self.rel, self.key, tids)
+    }
+
+    /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors.
+    pub(super) fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>) {
+        if ids.is_empty() {
+            return;
+        }
+        // SAFETY: the relation is open.
+        let band = qualified_name(unsafe { (*self.rel).rd_id });
+        let (id_array, id_array_type) = self.key.array_arg(ids);
+        // (the statement is kept by its text, which names the id type)
+        let sql = format!(
+            "DELETE FROM {band} b
+             USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2)) AS o(id, key)
+             WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
+            id_array = type_name_qualified(id_array_type),
+        );
+        ids.clear();
+        let args = [id_array, std::mem::take(keys).into()];
+        let types = [id_array_type, PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
+        run_prepared(&sql, &types, &args);
+    }
+
+    /// Deletes the band rows whose id no row of the indexed table has (after a partition of
+    /// it was emptied): one anti-join of the band table with the table's ids.
+    pub(super) fn delete_missing(&self, cfg: &Index) {
+        // SAFETY: the relation is open.
+        let band = qualified_name(unsafe { (*self.rel).rd_id });
+        let sql = format!(
+            "DELETE FROM {band} b WHERE NOT EXISTS (SELECT FROM {tbl} t
+                 WHERE t.{id} OPERATOR(pg_catalog.=) b.id)",
+            tbl = qualified_name(cfg.def.tbl),
+            id = quote_ident_str(&cfg.def.id_column),
+        );
+        Spi::connect_mut(|client| client.update(&sql, None, &[]).map(drop))
+            .unwrap_or_else(|e| spi_write_failed(e));
+    }
+
+    /// Empties the band table (closing it first).
+    pub(super) fn close_and_truncate(self) {
+        // SAFETY: the relation is open.
+        let band = qualified_name(unsafe { (*self.rel).rd_id });
+        self.close();
+        Spi::connect_mut(|client| {
+            client
+                .update(&format!("TRUNCATE {band}"), None, &[])
+                .map(drop)
+        })
+        .unwrap_or_else(|e| spi_write_failed(e));
+    }
+
+    pub(super) fn close(self) {
+        // SAFETY: opened in `open`; the lock is kept until the transaction ends.
+        unsafe { pg_sys::table_close(self.rel, pg_sys::NoLock as c_int) };
+    }
+}
+
+/// Runs the data-modifying statement `sql`, prepared on first use and kept for the backend
+/// (`prepared`).
+pub(super) fn run_prepared(sql: &str, types: &[PgOid], args: &[pgrx::datum::DatumWithOid<'_>]) {
+    run_prepared_with(sql, types, args, |_| Ok(()));
+}
+
+/// [`run_prepared`], calling `result` with what the statement returned.
+pub(super) fn run_prepared_with(
+    sql: &str,
+    types: &[PgOid],
+    args: &[pgrx::datum::DatumWithOid<'_>],
+    result: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
+) {
+    Spi::connect(|client| prepared::run(client, sql, Access::Write, types, args, result))
+        .unwrap_or_else(|e| spi_write_failed(e));
+}
+
+fn spi_write_failed(e: pgrx::spi::Error) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+        format!("writing the band table through SPI failed: {e}"),
+        None,
+    )
+}
+
+/// Band rows on their way into an open band table: one prepared `INSERT ... SELECT unnest(...)`
+/// per `INSERT_BATCH` rows, run through SPI as the caller runs it (as the table's owner). The
+/// executor writes the heap and every index and checks what the band table asks of a row; the
+/// band table's load trigger keeps the rows (`restore::sync_writes`).
+pub(super) struct BandWriter {
+    band: pg_sys::Oid,
+    key: KeyType,
+    /// The INSERT, with `RETURNING ctid` when the TIDs are wanted.
+    sql: String,
+    ids: Vec<Id>,
+    columns: [Vec<i64>; 3],
+    /// Where the rows went, if asked for (`claim_band_rows`).
+    tids: Option<Vec<pg_sys::ItemPointerData>>,
+}
+
+impl BandWriter {
+    /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
+    /// `key`; `tids`: `close` returns where the rows went (`RETURNING ctid`).
+    pub(super) fn new(band: pg_sys::Relation, key: KeyType, tids: bool) -> BandWriter {
+        // SAFETY: the relation is open.
+        let band = unsafe { (*band).rd_id };
+        // SAFETY: a catalog lookup of the array type of an existing type.
+        let id_array = type_name_qualified(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
+        // (the statement is kept by its text, which names the id type)
+        let sql = format!(
+            "INSERT INTO {} (id, key, sketch1, sketch2)
+             SELECT pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2),
+                    pg_catalog.unnest($3), pg_catalog.unnest($4){}",
+            qualified_name(band),
+            if tids { " RETURNING ctid" } else { "" }
+        );
+        BandWriter {
+            band,
+            key,
+            sql,
+            ids: Vec::new(),
+            columns: Default::default(),
+            tids: tids.then(Vec::new),
+        }
+    }
+
+    /// Queues one band row.
+    pub(super) fn push(&mut self, (id, key, sketch): BandRow) {
+        self.ids.push(id);
+        for (column, value) in self.columns.iter_mut().zip([key, sketch[0], sketch[1]]) {
+            column.push(value);
+        }
+        if self.ids.len() >= INSERT_BATCH {
+            self.flush();
+        }
+    }
+
+    /// Inserts the queued rows with one execution of the prepared INSERT.
+    pub(super) fn flush(&mut self) {
+        if self.ids.is_empty() {
+            return;
+        }
+        let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
+        let [b, c, d] = std::mem::take(&mut self.columns);
+        let args = [ids, b.into(), c.into(), d.into()];
+        let int8_array = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
+        let types = [id_array_type, int8_array, int8_array, int8_array];
+        let tids = &mut self.tids;
+        restore::sync_writes(self.band, || {
+            run_prepared_with(&self.sql, &types, &args, |mut table| {
+                let Some(tids) = tids else {
+                    return Ok(());
+                };
+                let rows = table.len();
+                table = table.first();
+                for _ in 0..rows {
+                    if let Some(tid) = table.get_datum_by_ordinal(1)? {
+                        // SAFETY: a tid datum points to an ItemPointerData.
+                        tids.push(unsafe { *tid.cast_mut_ptr::<pg_sys::ItemPointerData>() });
+                    }
+                    table.next();
+                }
+                Ok(())
+            })
+        });
+    }
+
+    /// Inserts what is queued; returns where the rows went, if asked for.
+    pub(super) fn close(mut self) -> Vec<pg_sys::ItemPointerData> {
+        self.flush();
+        self.tids.unwrap_or_default()
+    }
+}
+
+/// A type's schema-qualified name, as SQL writes it.
+fn type_name_qualified(typid: PgOid) -> String {
+    // SAFETY: format_type_be_qualified takes any OID and returns a palloc'd C string.
+    unsafe { CStr::from_ptr(pg_sys::format_type_be_qualified(typid.value())) }
+        .to_string_lossy()
+        .into_owned()
+}
