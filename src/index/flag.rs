@@ -22,11 +22,13 @@ use crate::pg::tuple::column;
 
 use super::access::{ambiguous, Index};
 use super::band::band_entry;
-use super::catalog::{indexed_table, refuse_newer_index};
-use super::citus::{nested_execution, sync_trigger_args, Shard};
+use super::catalog::refuse_newer_index;
+use super::citus::nested_execution;
 use super::extension::Extension;
+use super::firing::Firing;
 use super::key::{tuple_id, Id};
-use super::owner::{as_owner, relation_owner};
+use super::lookup;
+use super::owner::as_owner;
 use super::params::checked_threshold;
 use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
 use super::text::{utf8, COLUMNS_HINT};
@@ -41,113 +43,108 @@ struct Conflict {
     in_snapshot: bool,
 }
 
-impl Index {
-    /// The rows at or above `threshold` similar to `doc` (band entry `entry`), other than the
-    /// rows with the ids `own`, as a constraint sees them: every row committed or written by
-    /// this transaction, whenever it committed. The trigger's own band rows were written
-    /// first (a claim, see `claim`); where a candidate's fate depends on a transaction still
-    /// in progress, this waits for that transaction to end and looks again, as PostgreSQL
-    /// checks an exclusion constraint. Two writers of near-duplicates that wait for each other
-    /// are a deadlock, which PostgreSQL resolves by failing one of them (40P01).
-    fn conflicts(
-        &self,
-        doc: &str,
-        (keys, sketch): &(Vec<i64>, BandSketch),
-        threshold: f64,
-        own: &[Option<Id>],
-    ) -> Checked {
-        let missing = || -> ! {
-            raise(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "the minhash index of {} lacks the indexes a duplicate check reads",
-                    regclass_name(self.def.tbl)
-                ),
-                Some(
-                    "The band table needs its (key, id) index and the table a unique index on \
-                     the id alone (each partition of a partitioned table an index whose first \
-                     column is the id: CREATE INDEX ON table (id)); drop the index with \
-                     minhash_index_drop() and create it again."
-                        .into(),
-                ),
-            )
-        };
-        let band_index = self.placement.band_index().unwrap_or_else(|| missing());
-        // (the table's index on the id, or one led by the id on each partition)
-        let row_indexes = self
-            .placement
-            .check_row_indexes()
-            .unwrap_or_else(|| missing());
-        let min_bits = min_equal_bits(self.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
-        let query_set = ShingleSet::new(doc, self.def.shingling, &mut interrupts);
-        let mut candidate = ShingleSet::default();
-        // a writer found done with its check once (see `checking::wait_for`)
-        let mut done_checking = None;
-        loop {
-            // candidates: (id, a transaction in progress that writes one of its band rows)
-            let mut candidates: Vec<(Id, Option<pg_sys::TransactionId>)> = Vec::new();
-            let other = |id: &Id| !own.iter().any(|o| o.as_ref() == Some(id));
-            band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
-                if equal_bits(*sketch, row_sketch, self.def.k) >= min_bits {
-                    candidates.push((id, writer));
-                }
-            });
-            if candidates.is_empty() {
-                return Checked::Done(Vec::new());
+/// The rows at or above `threshold` similar to `doc` (band entry `entry`), other than the
+/// rows with the ids `own`, as a constraint sees them: every row committed or written by
+/// this transaction, whenever it committed. The trigger's own band rows were written
+/// first (a claim, see `claim`); where a candidate's fate depends on a transaction still
+/// in progress, this waits for that transaction to end and looks again, as PostgreSQL
+/// checks an exclusion constraint. Two writers of near-duplicates that wait for each other
+/// are a deadlock, which PostgreSQL resolves by failing one of them (40P01).
+fn conflicts(
+    cfg: &Index,
+    doc: &str,
+    (keys, sketch): &(Vec<i64>, BandSketch),
+    threshold: f64,
+    own: &[Option<Id>],
+) -> Checked {
+    let missing = || -> ! {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the minhash index of {} lacks the indexes a duplicate check reads",
+                regclass_name(cfg.def.tbl)
+            ),
+            Some(
+                "The band table needs its (key, id) index and the table a unique index on \
+                 the id alone (each partition of a partitioned table an index whose first \
+                 column is the id: CREATE INDEX ON table (id)); drop the index with \
+                 minhash_index_drop() and create it again."
+                    .into(),
+            ),
+        )
+    };
+    let band_index = cfg.placement.band_index().unwrap_or_else(|| missing());
+    // (the table's index on the id, or one led by the id on each partition)
+    let row_indexes = cfg
+        .placement
+        .check_row_indexes()
+        .unwrap_or_else(|| missing());
+    let min_bits = min_equal_bits(cfg.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
+    let query_set = ShingleSet::new(doc, cfg.def.shingling, &mut interrupts);
+    let mut candidate = ShingleSet::default();
+    // a writer found done with its check once (see `checking::wait_for`)
+    let mut done_checking = None;
+    loop {
+        // candidates: (id, a transaction in progress that writes one of its band rows)
+        let mut candidates: Vec<(Id, Option<pg_sys::TransactionId>)> = Vec::new();
+        let other = |id: &Id| !own.iter().any(|o| o.as_ref() == Some(id));
+        band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
+            if equal_bits(*sketch, row_sketch, cfg.def.k) >= min_bits {
+                candidates.push((id, writer));
             }
-            candidates.sort_unstable_by(|(a, wa), (b, wb)| {
-                a.cmp(b).then(wa.is_none().cmp(&wb.is_none()))
-            });
-            candidates.dedup_by(|(a, _), (b, _)| a == b);
-            let ids: Vec<Id> = candidates.iter().map(|(id, _)| id.clone()).collect();
-            // every version of each candidate row: (id, at or above the threshold, state)
-            let mut versions = Vec::new();
-            for row_index in row_indexes {
-                row_index.fetch_dirty(&self.def.text, &ids, |id, text, state| {
-                    candidate.rebuild(text, self.def.shingling, &mut interrupts);
-                    let similarity = candidate.jaccard(&query_set);
-                    versions.push((id.clone(), similarity, state));
-                });
-            }
-            // A row whose band rows a transaction in progress is writing: its text decides,
-            // once that transaction has written it (a claim comes before its row).
-            let undecided = candidates.iter().find_map(|(id, writer)| {
-                let writer = (*writer)?;
-                let mut written = versions
-                    .iter()
-                    .filter(|(v, _, s)| v == id && s.writer == Some(writer) && s.inserting)
-                    .peekable();
-                let pending = written.peek().is_none();
-                (pending || written.any(|(_, similarity, _)| *similarity >= threshold))
-                    .then_some(writer)
-            });
-            // a matching row that a transaction in progress inserts, updates or deletes
-            let undecided = undecided.or_else(|| {
-                versions
-                    .iter()
-                    .find(|(_, similarity, state)| {
-                        *similarity >= threshold && state.writer.is_some()
-                    })
-                    .and_then(|(_, _, state)| state.writer)
-            });
-            if let Some(writer) = undecided {
-                match checking::wait_for(writer, &mut done_checking) {
-                    Some(checker) => return Checked::YieldTo(checker),
-                    None => continue,
-                }
-            }
-            return Checked::Done(
-                versions
-                    .into_iter()
-                    .filter(|(_, similarity, _)| *similarity >= threshold)
-                    .map(|(id, similarity, state)| Conflict {
-                        id,
-                        similarity,
-                        in_snapshot: state.in_snapshot,
-                    })
-                    .collect(),
-            );
+        });
+        if candidates.is_empty() {
+            return Checked::Done(Vec::new());
         }
+        candidates
+            .sort_unstable_by(|(a, wa), (b, wb)| a.cmp(b).then(wa.is_none().cmp(&wb.is_none())));
+        candidates.dedup_by(|(a, _), (b, _)| a == b);
+        let ids: Vec<Id> = candidates.iter().map(|(id, _)| id.clone()).collect();
+        // every version of each candidate row: (id, at or above the threshold, state)
+        let mut versions = Vec::new();
+        for row_index in row_indexes {
+            row_index.fetch_dirty(&cfg.def.text, &ids, |id, text, state| {
+                candidate.rebuild(text, cfg.def.shingling, &mut interrupts);
+                let similarity = candidate.jaccard(&query_set);
+                versions.push((id.clone(), similarity, state));
+            });
+        }
+        // A row whose band rows a transaction in progress is writing: its text decides,
+        // once that transaction has written it (a claim comes before its row).
+        let undecided = candidates.iter().find_map(|(id, writer)| {
+            let writer = (*writer)?;
+            let mut written = versions
+                .iter()
+                .filter(|(v, _, s)| v == id && s.writer == Some(writer) && s.inserting)
+                .peekable();
+            let pending = written.peek().is_none();
+            (pending || written.any(|(_, similarity, _)| *similarity >= threshold))
+                .then_some(writer)
+        });
+        // a matching row that a transaction in progress inserts, updates or deletes
+        let undecided = undecided.or_else(|| {
+            versions
+                .iter()
+                .find(|(_, similarity, state)| *similarity >= threshold && state.writer.is_some())
+                .and_then(|(_, _, state)| state.writer)
+        });
+        if let Some(writer) = undecided {
+            match checking::wait_for(writer, &mut done_checking) {
+                Some(checker) => return Checked::YieldTo(checker),
+                None => continue,
+            }
+        }
+        return Checked::Done(
+            versions
+                .into_iter()
+                .filter(|(_, similarity, _)| *similarity >= threshold)
+                .map(|(id, similarity, state)| Conflict {
+                    id,
+                    similarity,
+                    in_snapshot: state.in_snapshot,
+                })
+                .collect(),
+        );
     }
 }
 
@@ -289,21 +286,13 @@ fn minhash_flag_duplicate<'a>(
             None,
         );
     }
-    let args = trigger_args(trigger.trigger());
+    // (a trigger on a partitioned table fires on the partition a row goes to, as a clone; on
+    // a shard of a Citus table, the sync trigger there describes the index)
+    let firing = Firing::of(trigger);
+    let (fired_on, tupdesc, shard) = (firing.rel, firing.tupdesc, firing.shard);
+    let (tbl, owner) = (firing.table, firing.owner);
+    let args = firing.args();
     let arg = |i: usize| args.get(i).map(String::as_str);
-    // SAFETY: a row trigger's relation is open and its descriptor valid while it fires. (A
-    // trigger on a partitioned table fires on the partition a row goes to, as a clone.)
-    // (of a partition, the partitioned table the index is on, and its owner's: the index is
-    // that owner's)
-    let (fired_on, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
-    // (of a shard of a Citus table, that table, whose index the sync trigger on the shard
-    // describes; see `citus`)
-    let shard = Shard::of(fired_on, &relation_name(fired_on));
-    let (tbl, owner) = match shard {
-        Some(shard) => (shard.table, relation_owner(shard.table)),
-        // SAFETY: as above.
-        None => unsafe { indexed_table(data.tg_relation) },
-    };
     let mode = match arg(2).unwrap_or("flag") {
         "flag" => None,
         "reject" => Some(FlagMode::Reject),
@@ -334,18 +323,10 @@ fn minhash_flag_duplicate<'a>(
         data.tg_trigtuple
     };
     let checked = Spi::connect(|client| {
-        let fn_oid = trigger.trigger().tgfoid;
-        let indexes = match shard {
-            // SAFETY: the trigger's relation is open while it fires.
-            Some(shard) => Index::of_trigger(client, fn_oid, tbl, &unsafe {
-                sync_trigger_args(data.tg_relation, shard, Extension::of_function(fn_oid))
-            }),
-            None => Index::of_table(client, fn_oid, tbl),
-        };
-        // SAFETY: the trigger descriptor of the open relation; the function running now.
-        let synced = || unsafe {
-            has_sync_trigger((*data.tg_relation).trigdesc, Extension::of_function(fn_oid))
-        };
+        let fn_oid = firing.fn_oid;
+        let indexes = firing.indexes(client);
+        // SAFETY: the trigger descriptor of the open relation.
+        let synced = || unsafe { has_sync_trigger((*data.tg_relation).trigdesc, firing.ext()) };
         let cfg = match (&indexes[..], arg(3).filter(|a| !a.is_empty())) {
             // A data-only restore may load an indexed table before its catalog row: its rows
             // stay as they were dumped, as in a full restore.
@@ -432,7 +413,7 @@ fn minhash_flag_duplicate<'a>(
             // when it runs and those this transaction wrote on this node (README, "Scaling
             // out with Citus").
             (Some(doc), Some(_)) if shard.is_some() => as_owner(owner, || {
-                nested_execution(|| cfg.similar(client, doc, threshold, None))
+                nested_execution(|| lookup::similar(&cfg, client, doc, threshold, None))
             })
             .into_iter()
             .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
@@ -449,7 +430,7 @@ fn minhash_flag_duplicate<'a>(
                     if let Some(id) = &own_ids[0] {
                         claim_band_rows(&cfg, rel, id, &entry.0, entry.1);
                     }
-                    let checked = cfg.conflicts(doc, entry, threshold, &own_ids);
+                    let checked = conflicts(&cfg, doc, entry, threshold, &own_ids);
                     match checked {
                         Checked::Done(conflicts) => {
                             checking::end();

@@ -32,6 +32,8 @@ mod sync;
 // 2. access paths
 mod access;
 mod claim;
+mod firing;
+mod lookup;
 mod scan;
 mod write;
 // 3. the catalog

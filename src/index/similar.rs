@@ -9,134 +9,17 @@ use std::rc::Rc;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::AnyElement;
-use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
+use pgrx::PgSqlErrorCode;
 
-use crate::core::jaccard::ShingleSet;
-use crate::core::sketch::{equal_bits, min_equal_bits, LOOKUP_SKETCH_MISS_PROBABILITY};
-use crate::pg::backend::interrupts;
 use crate::pg::error::raise;
 use crate::pg::ids::type_name;
 use crate::pg::names::{qualified, quote_literal, regclass_name, Regclass};
 
 use super::access::Index;
-use super::band::band_entry;
 use super::key::Id;
-use super::owner::{as_owner, relation_owner};
+use super::lookup;
 use super::params::{checked_threshold, notice_low_threshold};
-use super::prepared::{with_prepared, with_prepared_args};
 use super::scan::{BandIndex, RowIndex};
-use super::spi::{for_each_spi_row, for_each_text_row};
-
-impl Index {
-    /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
-    /// out `exclude_id`. A row sharing a band key with `doc` is fetched and verified only if its
-    /// band sketch agrees with `doc`'s in enough bits (`core::sketch`): that drops a row at or
-    /// above the threshold with probability at most [`LOOKUP_SKETCH_MISS_PROBABILITY`].
-    pub(super) fn similar(
-        &self,
-        client: &SpiClient<'_>,
-        doc: &str,
-        threshold: f64,
-        exclude_id: Option<&Id>,
-    ) -> Vec<(Id, f64)> {
-        // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
-        let Some((keys, sketch)) =
-            band_entry(doc, self.def.k, self.def.shingling, self.def.banding)
-        else {
-            return Vec::new();
-        };
-        let min_bits = min_equal_bits(self.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
-        let [bands_sql, rows_sql] = &self.sql;
-        let mut ids = Vec::new();
-        let mut keep = |id: Id, row_sketch: [u64; 2]| {
-            if Some(&id) != exclude_id && equal_bits(sketch, row_sketch, self.def.k) >= min_bits {
-                ids.push(id);
-            }
-        };
-        // The band table is private to the table's owner: read it directly (the caller's
-        // right to see the results was checked by the caller of `similar`), or through SQL as
-        // the owner.
-        match self.placement.band_index().filter(BandIndex::usable) {
-            Some(index) => index.scan(&keys, keep),
-            None => as_owner(relation_owner(self.def.tbl), || {
-                let keys_type = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
-                with_prepared(client, bands_sql, keys_type, keys.into(), |table| {
-                    for_each_spi_row(table, |row| {
-                        if let (Some(id), Some(s1), Some(s2)) = (
-                            self.def.key.spi_id(row, 1)?,
-                            row.get::<i64>(2)?,
-                            row.get::<i64>(3)?,
-                        ) {
-                            keep(id, [s1 as u64, s2 as u64]);
-                        }
-                        Ok(())
-                    })
-                })
-            }),
-        }
-        if ids.is_empty() {
-            return Vec::new();
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        let mut found = Vec::new();
-        if self.placement.verifies_remotely() {
-            // (verified where the rows are: only ids and similarities come back)
-            let (arg, arg_type) = self.def.key.array_arg(&ids);
-            let types = [arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
-            with_prepared_args(client, rows_sql, &types, &[arg, doc.into()], |table| {
-                for_each_spi_row(table, |row| {
-                    let (id, similarity) = (self.def.key.spi_id(row, 1)?, row.get::<f64>(2)?);
-                    if let (Some(id), Some(s)) = (id, similarity.filter(|&s| s >= threshold)) {
-                        found.push((id, s));
-                    }
-                    Ok(())
-                })
-            });
-        } else {
-            self.verify_here(client, doc, threshold, &ids, &mut found);
-        }
-        found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        found
-    }
-
-    /// Verifies the candidates `ids` of a lookup of `doc` in this backend, adding those at
-    /// least `threshold` similar to `found`: their texts are read through the table's unique
-    /// index, or its SQL query.
-    fn verify_here(
-        &self,
-        client: &SpiClient<'_>,
-        doc: &str,
-        threshold: f64,
-        ids: &[Id],
-        found: &mut Vec<(Id, f64)>,
-    ) {
-        let rows_sql = &self.sql[1];
-        let query_set = ShingleSet::new(doc, self.def.shingling, &mut interrupts);
-        let mut candidate = ShingleSet::default();
-        let mut verify = |id: &Id, text: &str| {
-            candidate.rebuild(text, self.def.shingling, &mut interrupts);
-            let similarity = candidate.jaccard(&query_set);
-            if similarity >= threshold {
-                found.push((id.clone(), similarity));
-            }
-        };
-        match self.placement.row_index().filter(RowIndex::readable) {
-            Some(index) => self.def.text.evaluating(relation_owner(self.def.tbl), || {
-                index.fetch(&self.def.text, ids, verify)
-            }),
-            None => {
-                let (arg, arg_type) = self.def.key.array_arg(ids);
-                with_prepared(client, rows_sql, arg_type, arg, |table| {
-                    for_each_text_row(table, |id, text| {
-                        // SAFETY: the query selects the id as the band table stores it.
-                        verify(&unsafe { self.def.key.id(id, pg_sys::INT8OID) }, text)
-                    })
-                })
-            }
-        }
-    }
-}
 
 /// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
 /// the index's) and the most rows to return per text (NULL: all).
@@ -196,7 +79,7 @@ impl Lookup {
             return Vec::new();
         };
         let threshold = checked_threshold(self.threshold, cfg.def.threshold);
-        let mut found = cfg.similar(client, doc, threshold, None);
+        let mut found = lookup::similar(cfg, client, doc, threshold, None);
         if let Some(max) = self.max_results {
             found.truncate(max as usize);
         }

@@ -41,17 +41,18 @@ use crate::pg::names::{regclass_name, relation_name};
 
 use super::access::Index;
 use super::band::{band_entry, band_row, BandRow};
-use super::catalog::{indexed_table, refuse_newer_index};
+use super::catalog::refuse_newer_index;
 use super::citus::{self, Shard};
 use super::claim;
 use super::extension::Extension;
+use super::firing::Firing;
 use super::key::{tuple_id, Id, KeyType};
-use super::owner::{as_owner, relation_owner};
+use super::owner::as_owner;
 use super::prepared::with_prepared;
 use super::restore;
 use super::spi::for_each_text_row;
 use super::text::{utf8, TextReader};
-use super::trigger::{claim_trigger_name, trigger_args, ClaimName};
+use super::trigger::{claim_trigger_name, ClaimName};
 use super::write::{claim_band_rows, BandTable, INSERT_BATCH};
 
 /// Band rows `(id, key)` gathered before one `DELETE` removes them.
@@ -99,17 +100,8 @@ fn _minhash_sync<'a>(
     if data.tg_event & pg_sys::TRIGGER_EVENT_ROW != 0 {
         return Ok(claim_update(trigger));
     }
-    // SAFETY: a trigger's relation is open while it fires.
-    let fired_on = unsafe { (*data.tg_relation).rd_id };
-    // (of a shard of a Citus table, that table; see `citus`)
-    let shard = Shard::of(fired_on, &relation_name(fired_on));
-    // (of a partition, the partitioned table the index is on, and its owner's: the index and
-    // its band table are that owner's)
-    let (tbl, owner) = match shard {
-        Some(shard) => (shard.table, relation_owner(shard.table)),
-        // SAFETY: as above.
-        None => unsafe { indexed_table(data.tg_relation) },
-    };
+    let firing = Firing::of(trigger);
+    let (fired_on, shard, tbl, owner) = (firing.rel, firing.shard, firing.table, firing.owner);
     let event = fired_by(data, trigger.trigger(), shard).unwrap_or_else(|| {
         // (a shard Citus is still making, of a table indexed before it became a Citus table)
         if let Some((name, shard_id)) = trigger.name().ok().and_then(Event::citus_copy) {
@@ -121,11 +113,7 @@ fn _minhash_sync<'a>(
         }
         not_ours(trigger.name().unwrap_or("?"), fired_on)
     });
-    let fn_oid = trigger.trigger().tgfoid;
-    let indexes = Spi::connect(|client| match shard {
-        Some(_) => Index::of_trigger(client, fn_oid, tbl, &trigger_args(trigger.trigger())),
-        None => Index::of_table(client, fn_oid, tbl),
-    });
+    let indexes = Spi::connect(|client| firing.indexes(client));
     if indexes.is_empty() {
         if let Some(shard) = shard {
             // (Citus copied a trigger made without the arguments its shards need)
@@ -148,7 +136,7 @@ fn _minhash_sync<'a>(
         // and closed again by `BandTable`; the transition tables are those of this trigger
         // event.
         unsafe {
-            let ext = Extension::of_function(fn_oid);
+            let ext = firing.ext();
             for cfg in indexes.iter() {
                 let band = match shard {
                     Some(shard) => BandTable::open_shard(cfg, shard, owner, ext),
@@ -221,16 +209,17 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
     if claim_name == Some(ClaimName::ShardCopy) || !unchecked {
         return new;
     }
-    // SAFETY: as above.
-    let (fired_on, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
-    // SAFETY: as above.
-    let (tbl, owner) = unsafe { indexed_table(data.tg_relation) };
-    let indexes = Spi::connect(|client| Index::of_table(client, fn_oid, tbl));
+    let firing = Firing::of(trigger);
+    if firing.shard.is_some() {
+        return new;
+    }
+    let (fired_on, tupdesc, tbl, owner) = (firing.rel, firing.tupdesc, firing.table, firing.owner);
+    let indexes = Spi::connect(|client| firing.indexes(client));
     if indexes.is_empty() {
         refuse_newer_index(tbl);
         no_index(fired_on);
     }
-    let ext = Extension::of_function(fn_oid);
+    let ext = firing.ext();
     for cfg in indexes.iter() {
         // SAFETY: the trigger's relation and its descriptor.
         let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };

@@ -1,0 +1,87 @@
+//! A firing of one of our triggers on an indexed table, a partition of one or a shard of one,
+//! resolved once (the sync triggers, the claim trigger and the duplicate check share it):
+//! the relation it fired on, the indexed table it serves and that table's owner, and the
+//! table's indexes.
+
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+
+use crate::pg::names::relation_name;
+
+use super::access::{Index, Indexes};
+use super::catalog::indexed_table;
+use super::citus::{sync_trigger_args, Shard};
+use super::extension::Extension;
+use super::owner::relation_owner;
+use super::restore::{is_function, SYNC_FUNCTION};
+use super::trigger::trigger_args;
+
+/// What fired, and for which index.
+pub(super) struct Firing<'a> {
+    pub(super) trigger: &'a PgTrigger<'a>,
+    pub(super) data: &'a pg_sys::TriggerData,
+    /// The relation it fired on, and its descriptor.
+    pub(super) rel: pg_sys::Oid,
+    pub(super) tupdesc: pg_sys::TupleDesc,
+    /// The trigger function (one of the extension's).
+    pub(super) fn_oid: pg_sys::Oid,
+    /// The shard of a Citus table it fired on, if it did (see `citus`).
+    pub(super) shard: Option<Shard>,
+    /// The table whose indexes it serves: the relation itself, the root of its partition tree
+    /// (an index is made on a root), or the Citus table of the shard.
+    pub(super) table: pg_sys::Oid,
+    /// That table's owner, whose its indexes and band tables are.
+    pub(super) owner: pg_sys::Oid,
+}
+
+impl<'a> Firing<'a> {
+    /// The firing of `trigger`, now.
+    pub(super) fn of(trigger: &'a PgTrigger<'a>) -> Firing<'a> {
+        let data = trigger.trigger_data();
+        // SAFETY: a trigger's relation is open, and its descriptor valid, while it fires.
+        let (rel, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+        let shard = Shard::of(rel, &relation_name(rel));
+        let (table, owner) = match shard {
+            Some(shard) => (shard.table, relation_owner(shard.table)),
+            // SAFETY: as above.
+            None => unsafe { indexed_table(data.tg_relation) },
+        };
+        Firing {
+            trigger,
+            data,
+            rel,
+            tupdesc,
+            fn_oid: trigger.trigger().tgfoid,
+            shard,
+            table,
+            owner,
+        }
+    }
+
+    /// The extension whose trigger function fired.
+    pub(super) fn ext(&self) -> Extension {
+        Extension::of_function(self.fn_oid)
+    }
+
+    /// The trigger's arguments as given to CREATE TRIGGER.
+    pub(super) fn args(&self) -> Vec<String> {
+        trigger_args(self.trigger.trigger())
+    }
+
+    /// The indexes of the table (none if it has none). On a shard, whose node has no catalog
+    /// rows, those the sync triggers there carry as arguments: the firing trigger's own if it
+    /// is a sync trigger, else the insert sync trigger's.
+    pub(super) fn indexes(&self, client: &SpiClient<'_>) -> Indexes {
+        let Some(shard) = self.shard else {
+            return Index::of_table(client, self.fn_oid, self.table);
+        };
+        let ext = self.ext();
+        let args = if is_function(self.trigger.trigger(), SYNC_FUNCTION, ext) {
+            self.args()
+        } else {
+            // SAFETY: the trigger's relation is open while it fires.
+            unsafe { sync_trigger_args(self.data.tg_relation, shard, ext) }
+        };
+        Index::of_trigger(client, self.fn_oid, self.table, &args)
+    }
+}
