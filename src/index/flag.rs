@@ -9,6 +9,7 @@ use std::rc::Rc;
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
@@ -26,7 +27,7 @@ use super::catalog::refuse_newer_index;
 use super::citus::nested_execution;
 use super::extension::Extension;
 use super::firing::Firing;
-use super::key::{tuple_id, Id};
+use super::key::{tuple_id, Id, KeyType};
 use super::lookup;
 use super::owner::as_owner;
 use super::params::checked_threshold;
@@ -273,27 +274,68 @@ enum FlagMode {
 fn minhash_flag_duplicate<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, std::convert::Infallible> {
-    let data = trigger.trigger_data();
+    let op = row_event(trigger.trigger_data());
+    // (a trigger on a partitioned table fires on the partition a row goes to, as a clone; on
+    // a shard of a Citus table, the sync trigger there describes the index)
+    let firing = Firing::of(trigger);
+    let args = firing.args();
+    let mode = requested_mode(&firing, &args);
+    let checked = Spi::connect(|client| check(&firing, client, &args, mode, op));
+    let new = trigger
+        .new()
+        .expect("INSERT and UPDATE row triggers have a new row")
+        .into_owned();
+    // an UPDATE that leaves the text alone leaves the row alone
+    let Some(checked) = checked else {
+        return Ok(Some(new));
+    };
+    match checked.mode {
+        FlagMode::Reject => {
+            reject(&firing, &checked);
+            Ok(Some(new))
+        }
+        // an INSERT that matches no row keeps the value it gives (a restored row, its flag)
+        FlagMode::Flag(..)
+            if checked.conflicts.is_empty() && op != pg_sys::TRIGGER_EVENT_UPDATE =>
+        {
+            Ok(Some(new))
+        }
+        FlagMode::Flag(attno, typid, typmod) => {
+            let mut new = new;
+            let datum = original(checked.conflicts.iter())
+                .map(|(id, _)| checked.key.convert(&id, typid, typmod));
+            let attno = NonZeroUsize::new(attno).expect("attribute numbers start at 1");
+            // SAFETY: `datum` was made by the input function of the column's own type.
+            unsafe { new.set_by_index_unchecked(attno, datum) };
+            Ok(Some(new))
+        }
+    }
+}
+
+/// The operation (INSERT or UPDATE) of a firing `BEFORE INSERT OR UPDATE ... FOR EACH ROW`;
+/// 39P01 for any other.
+fn row_event(data: &pg_sys::TriggerData) -> u32 {
     let event = data.tg_event;
     let before = event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE;
     let row = event & pg_sys::TRIGGER_EVENT_ROW != 0;
     let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
-    let update = op == pg_sys::TRIGGER_EVENT_UPDATE;
-    if !(before && row && (op == pg_sys::TRIGGER_EVENT_INSERT || update)) {
+    if !(before
+        && row
+        && (op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE))
+    {
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             "minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW",
             None,
         );
     }
-    // (a trigger on a partitioned table fires on the partition a row goes to, as a clone; on
-    // a shard of a Citus table, the sync trigger there describes the index)
-    let firing = Firing::of(trigger);
-    let (fired_on, tupdesc, shard) = (firing.rel, firing.tupdesc, firing.shard);
-    let (tbl, owner) = (firing.table, firing.owner);
-    let args = firing.args();
-    let arg = |i: usize| args.get(i).map(String::as_str);
-    let mode = match arg(2).unwrap_or("flag") {
+    op
+}
+
+/// The mode argument: Reject, or None for 'flag' (its column is resolved against the index);
+/// 22023 for another, 0A000 for 'reject' on a shard of a Citus table.
+fn requested_mode(firing: &Firing<'_>, args: &[String]) -> Option<FlagMode> {
+    let mode = match args.get(2).map_or("flag", String::as_str) {
         "flag" => None,
         "reject" => Some(FlagMode::Reject),
         other => raise(
@@ -302,12 +344,12 @@ fn minhash_flag_duplicate<'a>(
             None,
         ),
     };
-    if shard.is_some() && matches!(mode, Some(FlagMode::Reject)) {
+    if firing.shard.is_some() && matches!(mode, Some(FlagMode::Reject)) {
         raise(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             format!(
                 "minhash_flag_duplicate() cannot reject near-duplicates in Citus table {}",
-                regclass_name(tbl)
+                regclass_name(firing.table)
             ),
             Some(
                 "Rows of different shards are written on different nodes, which no lock \
@@ -316,220 +358,253 @@ fn minhash_flag_duplicate<'a>(
             ),
         );
     }
+    mode
+}
+
+/// What a check found for the new row.
+struct Check {
+    id_column: String,
+    key: KeyType,
+    mode: FlagMode,
+    threshold: f64,
+    conflicts: Vec<Conflict>,
+    /// Whether the current user may be told the original's id (see `IndexDef::may_see_ids`).
+    may_see_ids: bool,
+}
+
+/// The original among `rows`: the matching row with the smallest id, and its similarity.
+fn original<'c>(rows: impl Iterator<Item = &'c Conflict>) -> Option<(Id, f64)> {
+    rows.min_by_key(|c| &c.id)
+        .map(|c| (c.id.clone(), c.similarity))
+}
+
+/// Checks the new row of `firing` (of operation `op`) against its index; None for an UPDATE
+/// that leaves the text alone, and for a table whose catalog row a data-only restore has not
+/// loaded yet.
+fn check(
+    firing: &Firing<'_>,
+    client: &SpiClient<'_>,
+    args: &[String],
+    mode: Option<FlagMode>,
+    op: u32,
+) -> Option<Check> {
+    let (data, fired_on, tupdesc) = (firing.data, firing.rel, firing.tupdesc);
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    let update = op == pg_sys::TRIGGER_EVENT_UPDATE;
     // SAFETY: INSERT row triggers get the new row as tg_trigtuple, UPDATE ones as tg_newtuple.
     let tuple = if update {
         data.tg_newtuple
     } else {
         data.tg_trigtuple
     };
-    let checked = Spi::connect(|client| {
-        let fn_oid = firing.fn_oid;
-        let indexes = firing.indexes(client);
-        // SAFETY: the trigger descriptor of the open relation.
-        let synced = || unsafe { has_sync_trigger((*data.tg_relation).trigdesc, firing.ext()) };
-        let cfg = match (&indexes[..], arg(3).filter(|a| !a.is_empty())) {
-            // A data-only restore may load an indexed table before its catalog row: its rows
-            // stay as they were dumped, as in a full restore.
-            ([], _) if synced() => {
-                // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
-                refuse_newer_index(tbl);
-                return None;
-            }
-            ([], _) => Index::get(client, fn_oid, tbl),
-            // the index named by its band table (in the table's schema)
-            (_, Some(name)) => indexes
-                .iter()
-                .find(|c| relation_name(c.def.band_table) == name)
-                .cloned()
-                .unwrap_or_else(|| {
-                    raise(
-                        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                        format!(
-                            "table {} has no minhash index with band table \"{name}\"",
-                            regclass_name(tbl)
-                        ),
-                        Some(INDEX_HINT.into()),
-                    )
-                }),
-            ([one], None) => Rc::clone(one),
-            (several, None) => ambiguous(tbl, several),
-        };
-        // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
-        // `find`.
-        let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
-        // the columns the check reads: no trigger may change them after it
-        let read: Vec<usize> = std::iter::once(cfg.def.id_column.as_str())
-            .chain(cfg.def.text.columns())
-            .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
-            .collect();
-        // SAFETY: the firing relation and trigger.
-        unsafe { check_fires_last(data.tg_relation, trigger.trigger(), op, &read) };
-        // SAFETY: the descriptor of the firing relation.
-        unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
-        // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described
-        // by its descriptor.
-        let (doc, old_doc) = cfg.def.text.evaluating(owner, || unsafe {
-            let old = update.then(|| text.tuple_text(data.tg_trigtuple));
-            (text.tuple_text(tuple), old)
-        });
-        if update && old_doc == Some(doc) {
+    let cfg = chosen_index(firing, client, arg(3).filter(|a| !a.is_empty()))?;
+    // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
+    // `find`.
+    let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
+    // the columns the check reads: no trigger may change them after it
+    let read: Vec<usize> = std::iter::once(cfg.def.id_column.as_str())
+        .chain(cfg.def.text.columns())
+        .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
+        .collect();
+    // SAFETY: the firing relation and trigger.
+    unsafe { check_fires_last(data.tg_relation, firing.trigger.trigger(), op, &read) };
+    // SAFETY: the descriptor of the firing relation.
+    unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
+    // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described by
+    // its descriptor.
+    let (doc, old_doc) = cfg.def.text.evaluating(firing.owner, || unsafe {
+        let old = update.then(|| text.tuple_text(data.tg_trigtuple));
+        (text.tuple_text(tuple), old)
+    });
+    if update && old_doc == Some(doc) {
+        return None;
+    }
+    let mode = mode.unwrap_or_else(|| {
+        let (attno, typid, typmod) = column(tupdesc, fired_on, arg(0).unwrap_or(""), FLAG_HINT);
+        if read.contains(&attno) {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "minhash_flag_duplicate() cannot write the original's id into column \
+                     \"{}\", which the minhash index of {} reads",
+                    arg(0).unwrap_or(""),
+                    regclass_name(firing.table)
+                ),
+                Some(FLAG_HINT.into()),
+            );
+        }
+        FlagMode::Flag(attno, typid, typmod)
+    });
+    let threshold = arg(1)
+        .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
+        .map(float8_in);
+    let threshold = checked_threshold(threshold, cfg.def.threshold);
+    let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
+    // SAFETY: the attribute numbers and types come from this tuple's descriptor; an UPDATE's
+    // old row (tg_trigtuple) has the same descriptor.
+    let (doc, own_ids) = unsafe {
+        let id = |tuple| tuple_id(tuple, tupdesc, id_attno, id_type, cfg.def.key);
+        let old_id = update.then(|| id(data.tg_trigtuple)).flatten();
+        (doc.map(utf8), [id(tuple), old_id])
+    };
+    let entry = doc.and_then(|doc| band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding));
+    let conflicts = match (doc, &entry) {
+        (Some(doc), Some(entry)) => {
+            find_conflicts(firing, client, &cfg, doc, entry, threshold, &own_ids)
+        }
+        _ => Vec::new(),
+    };
+    Some(Check {
+        id_column: cfg.def.id_column.clone(),
+        key: cfg.def.key,
+        mode,
+        threshold,
+        conflicts,
+        may_see_ids: cfg.def.may_see_ids(),
+    })
+}
+
+/// The index a check of `firing` reads: the table's one index, or the one whose band table is
+/// named `name` (42704 if there is none, 42725 for a table of several without a name). None
+/// for a table a data-only restore loads before its catalog row: its rows stay as they were
+/// dumped, as in a full restore.
+fn chosen_index(
+    firing: &Firing<'_>,
+    client: &SpiClient<'_>,
+    name: Option<&str>,
+) -> Option<Rc<Index>> {
+    let tbl = firing.table;
+    let indexes = firing.indexes(client);
+    // SAFETY: the trigger descriptor of the open relation.
+    let synced = || unsafe { has_sync_trigger((*firing.data.tg_relation).trigdesc, firing.ext()) };
+    Some(match (&indexes[..], name) {
+        ([], _) if synced() => {
+            // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
+            refuse_newer_index(tbl);
             return None;
         }
-        let mode = mode.unwrap_or_else(|| {
-            let (attno, typid, typmod) = column(tupdesc, fired_on, arg(0).unwrap_or(""), FLAG_HINT);
-            if read.contains(&attno) {
+        ([], _) => Index::get(client, firing.fn_oid, tbl),
+        // the index named by its band table (in the table's schema)
+        (_, Some(name)) => indexes
+            .iter()
+            .find(|c| relation_name(c.def.band_table) == name)
+            .cloned()
+            .unwrap_or_else(|| {
                 raise(
-                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
                     format!(
-                        "minhash_flag_duplicate() cannot write the original's id into column \
-                         \"{}\", which the minhash index of {} reads",
-                        arg(0).unwrap_or(""),
+                        "table {} has no minhash index with band table \"{name}\"",
                         regclass_name(tbl)
                     ),
-                    Some(FLAG_HINT.into()),
-                );
-            }
-            FlagMode::Flag(attno, typid, typmod)
-        });
-        let threshold = arg(1)
-            .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
-            .map(float8_in);
-        let threshold = checked_threshold(threshold, cfg.def.threshold);
-        let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
-        // SAFETY: the attribute numbers and types come from this tuple's descriptor; an
-        // UPDATE's old row (tg_trigtuple) has the same descriptor.
-        let (doc, own_ids) = unsafe {
-            let id = |tuple| tuple_id(tuple, tupdesc, id_attno, id_type, cfg.def.key);
-            let old_id = update.then(|| id(data.tg_trigtuple)).flatten();
-            (doc.map(utf8), [id(tuple), old_id])
-        };
-        // Like a constraint, the trigger sees every row, whoever writes: it writes the row's
-        // band rows first and then checks them against every row committed or in progress, as
-        // the table's owner (see `conflicts`).
-        let entry =
-            doc.and_then(|doc| band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding));
-        let conflicts = match (doc, &entry) {
-            // On a shard of a Citus table: a lookup of every shard, of the rows committed
-            // when it runs and those this transaction wrote on this node (README, "Scaling
-            // out with Citus").
-            (Some(doc), Some(_)) if shard.is_some() => as_owner(owner, || {
-                nested_execution(|| lookup::similar(&cfg, client, doc, threshold, None))
-            })
-            .into_iter()
-            .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
-            .map(|(id, similarity)| Conflict {
-                id,
-                similarity,
-                in_snapshot: true,
-            })
-            .collect(),
-            (Some(doc), Some(entry)) => as_owner(owner, || {
-                let rel = (tbl, owner, Extension::of_function(fn_oid));
-                loop {
-                    checking::begin();
-                    if let Some(id) = &own_ids[0] {
-                        claim_band_rows(&cfg, rel, id, &entry.0, entry.1);
-                    }
-                    let checked = conflicts(&cfg, doc, entry, threshold, &own_ids);
-                    match checked {
-                        Checked::Done(conflicts) => {
-                            checking::end();
-                            break conflicts;
-                        }
-                        Checked::YieldTo(other) => {
-                            if let Some(id) = &own_ids[0] {
-                                withdraw_claim(&cfg, rel, id);
-                            }
-                            checking::end();
-                            checking::wait_check(other);
-                        }
-                    }
-                }
-            }),
-            _ => Vec::new(),
-        };
-        Some((
-            cfg.def.id_column.clone(),
-            cfg.def.key,
-            mode,
-            threshold,
-            conflicts,
-            cfg.def.may_see_ids(),
-        ))
-    });
-    let new = trigger
-        .new()
-        .expect("INSERT and UPDATE row triggers have a new row")
-        .into_owned();
-    // an UPDATE that leaves the text alone leaves the row alone
-    let Some((id_column, key, mode, threshold, conflicts, may_see)) = checked else {
-        return Ok(Some(new));
-    };
-    // The original is the matching row with the smallest id.
-    let original = |rows: &mut dyn Iterator<Item = &Conflict>| {
-        rows.min_by_key(|c| &c.id)
-            .map(|c| (c.id.clone(), c.similarity))
-    };
-    match mode {
-        FlagMode::Reject => {
-            // a row the transaction's snapshot sees is a plain violation; one committed since
-            // (REPEATABLE READ, SERIALIZABLE) is a serialization failure, as for a unique key
-            let seen = original(&mut conflicts.iter().filter(|c| c.in_snapshot));
-            // SAFETY: reads the transaction's isolation level.
-            let snapshot_xact =
-                unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32;
-            if seen.is_none() && snapshot_xact && !conflicts.is_empty() {
-                ErrorReport::new(
-                    PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-                    "could not serialize access due to a concurrent near-duplicate",
-                    "pg_minhash",
+                    Some(INDEX_HINT.into()),
                 )
-                .set_detail(format!(
-                    "A near-duplicate row of {} was committed after this transaction's \
-                     snapshot was taken.",
-                    regclass_name(tbl)
-                ))
-                .set_hint("The transaction might succeed if retried.")
-                .report(PgLogLevel::ERROR);
-            }
-            if let Some((id, similarity)) = seen.or_else(|| original(&mut conflicts.iter())) {
-                let report = ErrorReport::new(
-                    PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
-                    format!(
-                        "row is a near-duplicate of an existing row of {}",
-                        regclass_name(tbl)
-                    ),
-                    "pg_minhash",
-                );
-                // the row it matched only for those who may see it
-                let report = if may_see {
-                    report.set_detail(format!(
-                        "Row with {id_column} = {} has similarity {similarity:.4} \
-                         (threshold {}).",
-                        key.text(&id),
-                        float8_text(threshold)
-                    ))
-                } else {
-                    report
-                };
-                // SAFETY: the trigger's relation and trigger are valid while it fires.
-                unsafe { name_constraint(data.tg_relation, trigger.trigger()) };
-                report.report(PgLogLevel::ERROR);
-            }
-            Ok(Some(new))
-        }
-        // an INSERT that matches no row keeps the value it gives (a restored row, its flag)
-        FlagMode::Flag(..) if conflicts.is_empty() && !update => Ok(Some(new)),
-        FlagMode::Flag(attno, typid, typmod) => {
-            let mut new = new;
-            let datum =
-                original(&mut conflicts.iter()).map(|(id, _)| key.convert(&id, typid, typmod));
-            let attno = NonZeroUsize::new(attno).expect("attribute numbers start at 1");
-            // SAFETY: `datum` was made by the input function of the column's own type.
-            unsafe { new.set_by_index_unchecked(attno, datum) };
-            Ok(Some(new))
-        }
+            }),
+        ([one], None) => Rc::clone(one),
+        (several, None) => ambiguous(tbl, several),
+    })
+}
+
+/// The rows at or above `threshold` similar to `doc` (band entry `entry`) other than the rows
+/// `own_ids` (the new row's id and an UPDATE's old one). Like a constraint, the check sees
+/// every row, whoever writes: it writes the row's band rows first (a claim) and then checks
+/// them against every row committed or in progress, as the table's owner (see `conflicts`).
+/// On a shard of a Citus table: a lookup of every shard, of the rows committed when it runs
+/// and those this transaction wrote on this node (README, "Scaling out with Citus").
+fn find_conflicts(
+    firing: &Firing<'_>,
+    client: &SpiClient<'_>,
+    cfg: &Index,
+    doc: &str,
+    entry: &(Vec<i64>, BandSketch),
+    threshold: f64,
+    own_ids: &[Option<Id>; 2],
+) -> Vec<Conflict> {
+    let owner = firing.owner;
+    if firing.shard.is_some() {
+        return as_owner(owner, || {
+            nested_execution(|| lookup::similar(cfg, client, doc, threshold, None))
+        })
+        .into_iter()
+        .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
+        .map(|(id, similarity)| Conflict {
+            id,
+            similarity,
+            in_snapshot: true,
+        })
+        .collect();
     }
+    as_owner(owner, || {
+        let rel = (firing.table, owner, firing.ext());
+        loop {
+            checking::begin();
+            if let Some(id) = &own_ids[0] {
+                claim_band_rows(cfg, rel, id, &entry.0, entry.1);
+            }
+            match conflicts(cfg, doc, entry, threshold, own_ids) {
+                Checked::Done(conflicts) => {
+                    checking::end();
+                    break conflicts;
+                }
+                Checked::YieldTo(other) => {
+                    if let Some(id) = &own_ids[0] {
+                        withdraw_claim(cfg, rel, id);
+                    }
+                    checking::end();
+                    checking::wait_check(other);
+                }
+            }
+        }
+    })
+}
+
+/// Refuses the new row of `firing` if `checked` found an original: 23505, or 40001 under
+/// REPEATABLE READ and SERIALIZABLE if every match was committed after the snapshot.
+fn reject(firing: &Firing<'_>, checked: &Check) {
+    let (tbl, conflicts) = (firing.table, &checked.conflicts);
+    // a row the transaction's snapshot sees is a plain violation; one committed since
+    // (REPEATABLE READ, SERIALIZABLE) is a serialization failure, as for a unique key
+    let seen = original(conflicts.iter().filter(|c| c.in_snapshot));
+    // SAFETY: reads the transaction's isolation level.
+    let snapshot_xact = unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32;
+    if seen.is_none() && snapshot_xact && !conflicts.is_empty() {
+        ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            "could not serialize access due to a concurrent near-duplicate",
+            "pg_minhash",
+        )
+        .set_detail(format!(
+            "A near-duplicate row of {} was committed after this transaction's snapshot was \
+             taken.",
+            regclass_name(tbl)
+        ))
+        .set_hint("The transaction might succeed if retried.")
+        .report(PgLogLevel::ERROR);
+    }
+    let Some((id, similarity)) = seen.or_else(|| original(conflicts.iter())) else {
+        return;
+    };
+    let report = ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+        format!(
+            "row is a near-duplicate of an existing row of {}",
+            regclass_name(tbl)
+        ),
+        "pg_minhash",
+    );
+    // the row it matched only for those who may see it
+    let report = if checked.may_see_ids {
+        report.set_detail(format!(
+            "Row with {} = {} has similarity {similarity:.4} (threshold {}).",
+            checked.id_column,
+            checked.key.text(&id),
+            float8_text(checked.threshold)
+        ))
+    } else {
+        report
+    };
+    // SAFETY: the trigger's relation and trigger are valid while it fires.
+    unsafe { name_constraint(firing.data.tg_relation, firing.trigger.trigger()) };
+    report.report(PgLogLevel::ERROR);
 }
 
 /// Raises 55000 unless trigger `me` fires after every other BEFORE ROW trigger of `rel` for
