@@ -5,7 +5,7 @@
 //! trigger of the table on every shard of it too, named `<trigger>_<shard id>`. A write fires
 //! them on the node that holds the shard, which has the table's metadata (Citus keeps it on
 //! every node) but not the extension's catalog rows: the triggers there carry the catalog rows
-//! of the table's indexes as their arguments (`_minhash_sync_triggers` in sql/index.sql), and
+//! of the table's indexes as their arguments (`_minhash_sync_triggers` in sql/index/build.sql), and
 //! write the band rows into the shard of the band table that holds the same range of ids, on
 //! the same node.
 //!
@@ -167,7 +167,7 @@ pub(super) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
-/// Internal to `_minhash_citus_pairs` (sql/index.sql): of the candidate pairs `(ids_a[i],
+/// Internal to `_minhash_citus_pairs` (sql/index/search.sql): of the candidate pairs `(ids_a[i],
 /// ids_b[i])` (ids as text) that the workers found, those whose texts are at least `threshold`
 /// similar (exact Jaccard of `ngram`-shingles of `unit`), with their similarity. `rows_sql`
 /// reads `(id, text)` as text of the rows with the ids `$1` (`text[]`), with the caller's

@@ -1,4 +1,4 @@
-//! Functions internal to the PL/pgSQL of `sql/index.sql` that need Rust: the band rows of a
+//! Functions internal to the PL/pgSQL of `sql/index/` that need Rust: the band rows of a
 //! text, the checked thresholds, and the dependency records of a new band table.
 
 use pgrx::prelude::*;
@@ -33,7 +33,7 @@ fn _minhash_band_values(
 
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
 /// if it is not indexed. The band-row SQL of a Citus table calls it in `FROM`, where Citus
-/// runs it on the shards (see `_minhash_band_rows_sql` in sql/index.sql).
+/// runs it on the shards (see `_minhash_band_rows_sql` in sql/index/build.sql).
 #[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_band_rows(
     doc: &str,

@@ -1,5 +1,5 @@
 //! The managed band-key index: the catalog, band tables and query functions are hand-written
-//! SQL in `sql/index.sql`; this module adds the Rust pieces they call, among them the one
+//! SQL in `sql/index/` (one file per concern); this module adds the Rust pieces they call, among them the one
 //! trigger function that keeps every band table exact (`sync`).
 //!
 //! The modules form layers; each uses only modules of the layers below it (and `pg`, `core`),
@@ -55,8 +55,40 @@ mod params;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
-/// The schema of the extension's internal functions (see sql/index.sql).
+/// The schema of the extension's internal functions (see sql/index/catalog.sql).
 #[pg_schema]
 mod minhash_internal {}
 
-pgrx::extension_sql_file!("../../sql/index.sql", name = "managed_index", finalize);
+// The SQL of the managed index, in files per concern, in this order: the first after the one Rust
+// function that an SQL-language function of theirs calls (build.sql's _minhash_text_sql, whose
+// body PostgreSQL checks when it is created), the last after everything else.
+pgrx::extension_sql_file!(
+    "../../sql/index/catalog.sql",
+    name = "index_catalog",
+    requires = [row_text::_minhash_row_text_sql]
+);
+pgrx::extension_sql_file!(
+    "../../sql/index/build.sql",
+    name = "index_build",
+    requires = ["index_catalog"]
+);
+pgrx::extension_sql_file!(
+    "../../sql/index/create_drop.sql",
+    name = "index_create_drop",
+    requires = ["index_build"]
+);
+pgrx::extension_sql_file!(
+    "../../sql/index/ddl.sql",
+    name = "index_ddl",
+    requires = ["index_create_drop"]
+);
+pgrx::extension_sql_file!(
+    "../../sql/index/maintenance.sql",
+    name = "index_maintenance",
+    requires = ["index_ddl"]
+);
+pgrx::extension_sql_file!(
+    "../../sql/index/search.sql",
+    name = "index_search",
+    finalize
+);

@@ -143,7 +143,7 @@ pub(crate) fn check_owner(tbl: pg_sys::Oid) -> pg_sys::Oid {
     owner
 }
 
-/// Internal to the index functions of `sql/index.sql`: runs the statement `sql` as the owner of
+/// Internal to the index functions of `sql/index/`: runs the statement `sql` as the owner of
 /// `tbl` (see the module documentation) and returns the first column of its first row, which
 /// must be jsonb if there is one. The caller must have the owner's privileges (42501): this
 /// acts with no rights the caller does not already have, and with fewer.

@@ -1,0 +1,361 @@
+-- Creating and dropping an index (sql/index/, part 3 of 6), and following the partition tree
+-- of an indexed partitioned table.
+
+CREATE FUNCTION @extschema@.minhash_index_create(
+    tbl regclass,
+    id_column name,
+    text_column name DEFAULT NULL,
+    k int DEFAULT 128,
+    ngram int DEFAULT 5,
+    unit text DEFAULT 'char',
+    threshold float8 DEFAULT 0.8,
+    bands int DEFAULT NULL,
+    rows_per_band int DEFAULT NULL,
+    text_expression text DEFAULT NULL)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel record;
+    id_type regtype;
+    id_collation oid;
+    band_id_type text;
+    text_type regtype;
+    id_attnum int2;
+    band_name text;
+    n int;
+    band regclass;
+    cfg @extschema@.minhash_indexes;
+    grantee text;
+    citus record;
+BEGIN
+    IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
+       OR unit IS NULL OR threshold IS NULL THEN
+        RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF (text_column IS NULL) = (text_expression IS NULL) THEN
+        RAISE EXCEPTION 'give either text_column or text_expression'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'minhash_index_create(tbl, id_column, text_column) indexes a column; '
+                         'minhash_index_create(tbl, id_column, text_expression => ''...'') an expression over the row.';
+    END IF;
+    SELECT c.relname, c.relkind, c.relpersistence, c.relispartition, n.nspname, c.relowner INTO rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+    PERFORM minhash_internal._minhash_check_indexable(tbl);
+    -- (an index covers a whole partition tree; its triggers would not see rows written through
+    -- the tables above the partition)
+    IF rel.relispartition THEN
+        RAISE EXCEPTION '% is a partition of %', tbl,
+            (SELECT h.inhparent::regclass FROM pg_inherits h WHERE h.inhrelid = tbl)
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = format('Index the partitioned table at the root of its tree, %s.',
+                                pg_partition_root(tbl));
+    END IF;
+    -- (its catalog row would outlive the session, and pg_dump would carry it)
+    IF rel.relpersistence = 't' THEN
+        RAISE EXCEPTION '% is a temporary table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'Index a permanent or unlogged table.';
+    END IF;
+    -- (one band table, of the root's persistence, serves the whole tree: a crash must empty
+    -- both or neither)
+    IF EXISTS (SELECT FROM pg_partition_tree(tbl) p JOIN pg_class c ON c.oid = p.relid
+               WHERE c.relpersistence <> rel.relpersistence) THEN
+        RAISE EXCEPTION 'the partitions of % are not all of its persistence', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Make every partition logged, or every one unlogged, like the partitioned table.';
+    END IF;
+    -- (the Rust side reads text as UTF-8; the contract hashes UTF-8 bytes)
+    IF pg_catalog.getdatabaseencoding() <> 'UTF8' THEN
+        RAISE EXCEPTION 'database encoding % is not supported', pg_catalog.getdatabaseencoding()
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index needs a UTF8 database: CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0.';
+    END IF;
+    -- (a query of a parent reads its children's rows, which the triggers of the parent never see)
+    IF rel.relkind = 'r' AND EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = tbl OR h.inhparent = tbl) THEN
+        RAISE EXCEPTION '% has inheritance parents or children', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a table that neither inherits nor is inherited from, or a partitioned table.';
+    END IF;
+    IF NOT pg_has_role(rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- A table of Citus: its band table becomes a Citus table of the same kind, written by the
+    -- sync triggers on the table's shards (README, "Scaling out with Citus").
+    citus := minhash_internal._minhash_citus_table(tbl);
+    IF citus.kind = 'other' THEN
+        RAISE EXCEPTION '% is a Citus table that is neither distributed by a column nor a reference table', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a hash-distributed table, a reference table or a table Citus does not manage.';
+    ELSIF citus.kind IS NOT NULL AND rel.relkind = 'p' THEN
+        RAISE EXCEPTION '% is a partitioned Citus table', tbl USING ERRCODE = 'feature_not_supported',
+            HINT = 'A minhash index of a Citus table needs a table that is not partitioned.';
+    ELSIF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
+        RAISE EXCEPTION '% is distributed by column "%", not by its id column "%"', tbl,
+            citus.dist_column, id_column
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'A minhash index keeps the band rows of each row on the row''s shard: '
+                         'distribute the table by the id column the index names.';
+    ELSIF citus.kind IS NOT NULL AND text_expression IS NOT NULL THEN
+        RAISE EXCEPTION 'a minhash index of Citus table % cannot index a text expression', tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index a stored generated column of that expression: ALTER TABLE ... ADD COLUMN '
+                         '... text GENERATED ALWAYS AS (...) STORED.';
+    END IF;
+
+    SELECT a.atttypid::regtype, a.attnum, a.attcollation,
+           CASE WHEN a.atttypid IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype)
+                THEN 'bigint' ELSE format_type(a.atttypid, a.atttypmod) END
+    INTO id_type, id_attnum, id_collation, band_id_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = id_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of table % does not exist', id_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    -- The id may be of any type: a unique B-tree on it alone is what makes it a row's key. A
+    -- partitioned table's unique keys must hold its partition key too: one that holds the id
+    -- is taken (the id is then unique within a partition; see the README on repeated ids).
+    -- (PostgreSQL gives a partitioned table with a unique index no foreign partitions, whose
+    -- writes would fire no statement triggers with transition tables)
+    -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
+    IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+                   AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
+                   AND CASE WHEN rel.relkind = 'p'
+                            THEN id_attnum = ANY ((x.indkey::int2[])[0:x.indnkeyatts - 1])
+                            ELSE x.indnkeyatts = 1 AND x.indkey[0] = id_attnum END) THEN
+        RAISE EXCEPTION 'id column "%" of table % is not unique', id_column, tbl
+            USING ERRCODE = 'invalid_column_reference',
+                  HINT = CASE WHEN rel.relkind = 'p'
+                              THEN 'Add a primary key or unique constraint, not deferrable, that holds '
+                                   'that column and the partition key, e.g. PRIMARY KEY (id, created_at).'
+                              ELSE 'Add a primary key or unique constraint on that column alone, not deferrable. '
+                                   'A key of several columns cannot identify rows for a minhash index: '
+                                   'add a single-column key, e.g. an identity column.' END;
+    END IF;
+    -- (ids are bigint or bytes in Rust, compared byte for byte; a collation that calls
+    -- different strings equal would let two rows' ids differ only in bytes)
+    IF id_collation <> 0 AND EXISTS (SELECT FROM pg_collation c WHERE c.oid = id_collation
+                                     AND NOT c.collisdeterministic) THEN
+        RAISE EXCEPTION 'id column "%" of table % has a nondeterministic collation', id_column, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index the table through a key with a deterministic collation.';
+    END IF;
+    -- (band rows are written and deleted through arrays of ids)
+    IF NOT EXISTS (SELECT FROM pg_type t WHERE t.oid = id_type AND t.typarray <> 0) THEN
+        RAISE EXCEPTION 'id column "%" of table % is of type %, which has no array type', id_column, tbl, id_type
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Index the table through a key of a scalar type.';
+    END IF;
+    IF id_collation <> 0 AND id_collation <> 'pg_catalog.default'::regcollation THEN
+        band_id_type := band_id_type || ' COLLATE ' || id_collation::regcollation::text;
+    END IF;
+    IF text_expression IS NOT NULL THEN
+        -- (checked, and printed in the form the catalog keeps: names outside pg_catalog
+        -- qualified; 42P17 if it is not IMMUTABLE)
+        text_expression := minhash_internal._minhash_text_expression(tbl, text_expression);
+    ELSE
+        SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+        WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'column "%" of table % does not exist', text_column, tbl
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF text_type NOT IN ('text'::regtype, 'character varying'::regtype) THEN
+            RAISE EXCEPTION 'text column "%" is of type %, not text or character varying', text_column, text_type
+                USING ERRCODE = 'datatype_mismatch',
+                      HINT = format('Index an expression instead: text_expression => %L.',
+                                    format('%I::text', text_column));
+        END IF;
+        -- (PostgreSQL 18: a virtual generated column has no value in the rows triggers see)
+        IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_column
+                   AND a.attgenerated = 'v') THEN
+            RAISE EXCEPTION 'text column "%" of table % is a virtual generated column', text_column, tbl
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Make it a stored generated column (GENERATED ALWAYS AS (...) STORED).';
+        END IF;
+    END IF;
+
+    -- Argument checks with the core's own messages.
+    PERFORM @extschema@.minhash('', k, ngram, unit);
+    threshold := minhash_internal._minhash_threshold(threshold, NULL);
+    IF bands IS NULL THEN
+        IF rows_per_band IS NOT NULL THEN
+            RAISE EXCEPTION 'rows_per_band needs bands' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT p.bands, p.rows_per_band INTO bands, rows_per_band
+        FROM @extschema@.lsh_params(threshold, k) p LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no banding of % slots reaches 0.99 recall at threshold %', k, threshold
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a larger k.';
+        END IF;
+    ELSIF rows_per_band IS NULL THEN
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands);
+        rows_per_band := k / bands;
+    ELSE
+        PERFORM @extschema@.lsh_bands(@extschema@.minhash('', k), bands, rows_per_band);
+    END IF;
+
+    -- Writers wait until this transaction commits: the backfill sees every row.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    -- (a second index of the same text with the same settings would only cost writes)
+    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i
+               WHERE i.tbl = minhash_index_create.tbl AND i.id_column = minhash_index_create.id_column
+                 AND i.text_column IS NOT DISTINCT FROM minhash_index_create.text_column
+                 AND i.text_expression IS NOT DISTINCT FROM minhash_index_create.text_expression
+                 AND (i.k, i.ngram, i.unit, i.threshold, i.bands, i.rows_per_band)
+                     = (minhash_index_create.k, minhash_index_create.ngram, minhash_index_create.unit,
+                        minhash_index_create.threshold, minhash_index_create.bands,
+                        minhash_index_create.rows_per_band)) THEN
+        RAISE EXCEPTION 'table % already has a minhash index of this text with these settings', tbl
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Use minhash_index_rebuild() to rebuild it, or minhash_index_drop() first.';
+    END IF;
+
+    -- <table>_minhash_bands, or with the first number that makes it free (a second index, or a
+    -- table renamed and another created under its old name), as PostgreSQL names indexes
+    FOR n IN 0..1000 LOOP
+        band_name := left(rel.relname, 63 - length('_minhash_bands') - coalesce(length(nullif(n, 0)::text), 0))
+                     || '_minhash_bands' || coalesce(nullif(n, 0)::text, '');
+        EXIT WHEN to_regclass(format('%I.%I', rel.nspname, band_name)) IS NULL;
+    END LOOP;
+    IF to_regclass(format('%I.%I', rel.nspname, band_name)) IS NOT NULL THEN
+        RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
+            USING ERRCODE = 'duplicate_table';
+    END IF;
+    -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
+    -- (unlogged like its table: after a crash both come back empty)
+    -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, key bigint NOT NULL,
+                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
+                   CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
+                   rel.nspname, band_name, band_id_type);
+    band := format('%I.%I', rel.nspname, band_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', band,
+                   format('pg_minhash band keys of %s; maintained by triggers', tbl));
+    -- The band table belongs to the table's owner, whoever made it (a superuser, or another
+    -- member of the owning role), like the table's own indexes, and is private to that role:
+    -- default privileges may have granted something on it.
+    EXECUTE format('ALTER TABLE %s OWNER TO %I', band, pg_get_userbyid(rel.relowner));
+    FOR grantee IN
+        SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END
+        FROM pg_class c
+        CROSS JOIN LATERAL aclexplode(c.relacl) a
+        LEFT JOIN pg_roles r ON r.oid = a.grantee
+        WHERE c.oid = band AND a.grantee <> rel.relowner
+    LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM %s', band, grantee);
+    END LOOP;
+    IF citus.kind IS NOT NULL THEN
+        PERFORM minhash_internal._minhash_citus_distribute(band, tbl, citus.kind);
+    END IF;
+    PERFORM minhash_internal._minhash_link_band_table(tbl, band);
+
+    cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
+               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression,
+               CASE WHEN rel.relkind = 'p'
+                    THEN ARRAY(SELECT minhash_internal._minhash_partitions(tbl)) END);
+    INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
+
+    -- The sync triggers (once per table, for all its indexes), on every table of a partition
+    -- tree: a statement fires the statement triggers of the table it names only
+    -- (src/index/sync.rs).
+    PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
+    PERFORM minhash_internal._minhash_sync_triggers(p, true)
+    FROM minhash_internal._minhash_partitions(tbl) p;
+
+    PERFORM minhash_internal._minhash_backfill(band);
+    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
+    -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
+    -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
+    -- row's id may still be there. The band table's replica identity is its whole row (four
+    -- columns), so UPDATE and DELETE on the table work under a publication that includes the
+    -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
+    -- owner.
+    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
+    -- Rows a data-only restore copies into the band table after the sync triggers indexed
+    -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
+    -- and no triggers on band tables.)
+    IF citus.kind IS NULL THEN
+        EXECUTE format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
+                        FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()', band);
+    END IF;
+    -- (Citus analyzes the shards of a Citus table on the workers, by their autovacuum)
+    IF citus.kind IS NULL THEN
+        EXECUTE format('ANALYZE %s', band);
+    END IF;
+    RETURN band;
+END $$;
+
+-- Drops the band table of an index if it still exists: it may be gone already, dropped by hand
+-- or along with its table. The catalog policy made sure the row names a band table of the
+-- table's owner.
+CREATE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- (a dropped band table prints as a bare OID, which DROP TABLE cannot parse)
+    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.band_table) THEN
+        EXECUTE format('DROP TABLE %s', cfg.band_table);
+    END IF;
+END $$;
+
+-- A minhash_flag_duplicate trigger on the table looks rows up in the index, like a
+-- constraint's index: dropping the index refuses while one exists, or drops it too (cascade).
+-- A trigger uses the index its fourth argument names by its band table, or, without one, the
+-- table's only index. `tbl` names the index as for the query functions (the table, or the band
+-- table of one of its indexes); the sync triggers go with the table's last index.
+CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    trg text;
+    flags text[];
+BEGIN
+    tbl := cfg.tbl;
+    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
+        RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- Readers and writers of the table go first, then nothing can hold the band table: each
+    -- of them takes the table before the band table, so dropping both cannot deadlock.
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
+    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
+      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''),
+                   (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table))
+          = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
+    IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
+        RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  DETAIL = (SELECT string_agg(format('trigger %s on table %s depends on it', f, tbl), E'\n')
+                            FROM unnest(flags) f),
+                  HINT = format('Drop the triggers first, or use minhash_index_drop(%L, cascade => true) to drop them too.', tbl);
+    END IF;
+    FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
+        RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
+        -- (Citus drops a trigger of its tables only with citus.enable_unsafe_triggers on)
+        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+            PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+        END IF;
+        EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
+    END LOOP;
+    -- (the catalog row first: a band table dropped while its row names it is refused below)
+    DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
+    PERFORM minhash_internal._minhash_drop_objects(cfg);
+    IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
+        PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
+        PERFORM minhash_internal._minhash_sync_triggers(p, false)
+        FROM minhash_internal._minhash_partitions(tbl) p;
+    ELSIF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+        -- (the triggers on the shards carry the catalog rows of the indexes left)
+        PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
+    END IF;
+END $$;

@@ -1,0 +1,156 @@
+-- Keeping an index (sql/index/, part 5 of 6): rebuild, check and statistics.
+
+CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+BEGIN
+    -- Writers wait until this transaction commits. The band rows are deleted rather than
+    -- truncated: a lookup that holds the band table while it waits to write the table keeps
+    -- its lock and goes on once this commits (a TRUNCATE would wait for it: a deadlock), and a
+    -- REPEATABLE READ writer whose snapshot is older gets a serialization failure instead of
+    -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
+    -- 42501 otherwise.)
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', cfg.tbl);
+    PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
+        cfg.band_table));
+    RETURN minhash_internal._minhash_backfill(cfg.band_table);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_check(tbl regclass)
+RETURNS TABLE (missing bigint, orphaned bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    counts jsonb;
+    source text := cfg.tbl::text;
+    band text := cfg.band_table::text;
+    progress text;
+BEGIN
+    -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
+    -- read (one in 64 counted for 64), of about as many as the table and the band table had
+    -- when last vacuumed, analyzed or indexed; in the target list, where it leaves the
+    -- planner's estimates alone.
+    -- (Not on a Citus table, whose rows are read on the workers.)
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        progress := format('minhash_internal._minhash_progress(%L, %L, %s, %s, ',
+            'minhash_index_check on ' || cfg.tbl::text, 'rows and band rows',
+            (SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c
+             WHERE c.oid IN (cfg.tbl, cfg.band_table)),
+            extract(epoch FROM clock_timestamp()));
+        source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
+        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
+                       progress, cfg.band_table);
+    END IF;
+    -- The band rows the table's rows give (expected) against those the band table holds, as
+    -- multisets: missing = expected EXCEPT ALL held, orphaned = held EXCEPT ALL expected, both
+    -- from one grouping of the two.
+    counts := minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'SELECT pg_catalog.jsonb_build_array(
+             coalesce(pg_catalog.sum(GREATEST(g.expected - g.held, 0)), 0),
+             coalesce(pg_catalog.sum(GREATEST(g.held - g.expected, 0)), 0))
+         FROM (SELECT pg_catalog.count(*) FILTER (WHERE r.expected) AS expected,
+                      pg_catalog.count(*) FILTER (WHERE NOT r.expected) AS held
+               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2, true AS expected FROM (%1$s) e
+                     UNION ALL
+                     SELECT b.id, b.key, b.sketch1, b.sketch2, false FROM %2$s b) r
+               GROUP BY r.id, r.key, r.sketch1, r.sketch2) g',
+        minhash_internal._minhash_band_rows_sql(cfg, source), band));
+    RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
+RETURNS TABLE (rows_indexed bigint, keys bigint, distinct_buckets bigint, largest_bucket bigint,
+               bucket_histogram jsonb)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    stats jsonb;
+    -- the rows of each key (its bucket, of_id 0) and of each id (of_id 1): on one node as two
+    -- grouping sets of one read of the band rows, with progress (src/index/progress.rs) over
+    -- them (one in 64 counted for 64), of about as many as the band table had when last
+    -- vacuumed, analyzed or indexed; on Citus, which plans no grouping sets, as two groupings
+    groups text := format(
+        'SELECT pg_catalog.count(*) AS size, GROUPING(b.key) AS of_id
+         FROM (SELECT b.*, CASE WHEN (b.key & 63) = 0
+                                THEN minhash_internal._minhash_progress(%L, %L, %s, %s, 64) END
+               FROM %s b) b
+         GROUP BY GROUPING SETS ((b.key), (b.id))',
+        'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
+        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
+        extract(epoch FROM clock_timestamp()), cfg.band_table);
+BEGIN
+    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s GROUP BY key
+                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s GROUP BY id',
+                         cfg.band_table);
+    END IF;
+    -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
+    stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'WITH groups AS MATERIALIZED (%1$s),
+         buckets AS (SELECT size FROM groups WHERE of_id = 0),
+         classes AS (
+             SELECT CASE WHEN size <= 2 THEN size::text
+                         ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
+                    pg_catalog.min(size) AS lo, pg_catalog.count(*) AS n
+             FROM (SELECT size, (2 ^ pg_catalog.ceil(pg_catalog.log(2, size)))::bigint AS p
+                   FROM buckets) b
+             GROUP BY 1)
+         SELECT pg_catalog.jsonb_build_array(
+                (SELECT pg_catalog.count(*) FROM groups WHERE of_id = 1),
+                (SELECT coalesce(pg_catalog.sum(size), 0) FROM buckets),
+                (SELECT pg_catalog.count(*) FROM buckets),
+                (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
+                (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
+                                            ''{}'') FROM classes))',
+        groups));
+    RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
+                        (stats ->> 3)::bigint, stats -> 4;
+END $$;
+
+-- What \df+ and \dd show for each function users call (all overloads of a name, or those whose
+-- first argument is of the type given).
+DO $$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT p.oid::pg_catalog.regprocedure AS fn, c.description
+        FROM (VALUES
+            ('minhash', NULL, 'MinHash signature of a text: k 32-bit slots over its n-gram shingles (format 1)'),
+            ('lsh_bands', NULL, 'LSH band keys of a signature: one int8 key per band of r slots'),
+            ('jaccard', NULL, 'exact Jaccard similarity of the shingle sets of two texts'),
+            ('shingles', NULL, 'the distinct shingles of a text, exactly what minhash() hashes'),
+            ('minhash_similarity', NULL, 'estimated Jaccard similarity of two signatures: the share of equal slots'),
+            ('lsh_probability', NULL, 'probability that a pair of this similarity shares a band: 1 - (1 - s^r)^b'),
+            ('lsh_params', NULL, 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
+            ('minhash_components', NULL, 'connected components of a graph given as (id_a, id_b) edge arrays'),
+            ('minhash_format_version', NULL, 'the signature format version this build computes'),
+            ('minhash_index_create', NULL, 'create a managed MinHash index on a table''s text column or text expression and fill it'),
+            ('minhash_index_drop', NULL, 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
+            ('minhash_index_rebuild', NULL, 'rebuild a table''s managed MinHash index from its rows'),
+            ('minhash_index_check', NULL, 'count the band rows a table''s managed index misses and holds in excess of its rows'),
+            ('minhash_index_stats', NULL, 'rows, keys and bucket sizes of a table''s managed MinHash index'),
+            ('minhash_similar', NULL, 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
+            ('minhash_matches', NULL, 'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard'),
+            ('minhash_duplicates', 'regclass', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
+            ('minhash_duplicates', 'anyarray', 'every pair of near-duplicate texts of an array, by the ids of a parallel array, with exact Jaccard'),
+            ('minhash_clusters', 'regclass', 'the clusters of near-duplicate rows of an indexed table: connected (named by their smallest id) or around a kept row'),
+            ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
+            ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
+        ) c(name, first_arg, description)
+        JOIN pg_catalog.pg_proc p ON p.proname = c.name
+         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
+         AND (c.first_arg IS NULL OR p.proargtypes[0] = c.first_arg::pg_catalog.regtype)
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
+    END LOOP;
+END $$;
