@@ -9,7 +9,8 @@ use crate::core::dedup::{Corpus, Search};
 use crate::core::params::ClusterMode;
 use crate::pg::backend::interrupts;
 use crate::pg::error::{raise, OrRaise};
-use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, type_name, Ids};
+use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
+use crate::pg::names::type_name;
 
 use super::owner;
 use super::params::index_params;

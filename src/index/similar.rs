@@ -12,7 +12,7 @@ use pgrx::AnyElement;
 use pgrx::PgSqlErrorCode;
 
 use crate::pg::error::raise;
-use crate::pg::ids::type_name;
+use crate::pg::names::type_name;
 use crate::pg::names::{qualified, quote_literal, regclass_name, Regclass};
 
 use super::access::Index;

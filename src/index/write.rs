@@ -3,7 +3,7 @@
 //! `DELETE`s through SPI, and the claims a duplicate check makes (`claim`). The sync trigger
 //! and the duplicate check write through here, as the table's owner.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::c_int;
 
 use pgrx::prelude::*;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
@@ -11,7 +11,7 @@ use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 use crate::core::sketch::BandSketch;
 use crate::pg::compat;
 use crate::pg::error::raise;
-use crate::pg::names::{qualified_name, quote_ident_str, regclass_name};
+use crate::pg::names::{qualified_name, qualified_type_name, quote_ident_str, regclass_name};
 
 use super::access::Index;
 use super::band::{band_row, BandRow};
@@ -223,7 +223,7 @@ impl BandTable {
             "DELETE FROM {band} b
              USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2)) AS o(id, key)
              WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
-            id_array = type_name_qualified(id_array_type),
+            id_array = qualified_type_name(id_array_type),
         );
         ids.clear();
         let args = [id_array, std::mem::take(keys).into()];
@@ -312,7 +312,7 @@ impl BandWriter {
         // SAFETY: the relation is open.
         let band = unsafe { (*band).rd_id };
         // SAFETY: a catalog lookup of the array type of an existing type.
-        let id_array = type_name_qualified(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
+        let id_array = qualified_type_name(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
         // (the statement is kept by its text, which names the id type)
         let sql = format!(
             "INSERT INTO {} (id, key, sketch1, sketch2)
@@ -377,12 +377,4 @@ impl BandWriter {
         self.flush();
         self.tids.unwrap_or_default()
     }
-}
-
-/// A type's schema-qualified name, as SQL writes it.
-fn type_name_qualified(typid: PgOid) -> String {
-    // SAFETY: format_type_be_qualified takes any OID and returns a palloc'd C string.
-    unsafe { CStr::from_ptr(pg_sys::format_type_be_qualified(typid.value())) }
-        .to_string_lossy()
-        .into_owned()
 }

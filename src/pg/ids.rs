@@ -19,6 +19,7 @@ use crate::core::params::ClusterMode;
 use crate::core::sort::sort_by;
 use crate::pg::backend::interrupts;
 use crate::pg::error::{raise, OrRaise};
+use crate::pg::names::type_name;
 
 /// What the ids' memory holds; named in out-of-memory errors.
 const IDS: &str = "the ids";
@@ -205,14 +206,6 @@ fn compare_ids(compare: &Compare, x: pg_sys::Datum, y: pg_sys::Datum) -> std::cm
             (result.value() as i32).cmp(&0)
         }
     }
-}
-
-/// A type's name as SQL spells it.
-pub fn type_name(typ: pg_sys::Oid) -> String {
-    // SAFETY: format_type_be takes any type OID and returns a palloc'd C string.
-    unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(typ)) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// The rows of a typed pair search, `(id_a, id_b, similarity)`, and of a typed cluster search,

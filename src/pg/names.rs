@@ -114,3 +114,19 @@ pub(crate) fn relation_name(rel: pg_sys::Oid) -> String {
         CStr::from_ptr(name).to_string_lossy().into_owned()
     }
 }
+
+/// A type's name as SQL spells it.
+pub fn type_name(typ: pg_sys::Oid) -> String {
+    // SAFETY: format_type_be takes any type OID and returns a palloc'd C string.
+    unsafe { CStr::from_ptr(pg_sys::format_type_be(typ)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A type's schema-qualified name, as SQL writes it.
+pub fn qualified_type_name(typid: pgrx::PgOid) -> String {
+    // SAFETY: format_type_be_qualified takes any OID and returns a palloc'd C string.
+    unsafe { CStr::from_ptr(pg_sys::format_type_be_qualified(typid.value())) }
+        .to_string_lossy()
+        .into_owned()
+}
