@@ -906,6 +906,18 @@ STRICT VOLATILE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_minhash_progress_wrapper';
 
+-- What one lookup did (src/index/similar.rs).
+CREATE FUNCTION @extschema@."minhash_explain"(
+	"tbl" regclass, /* Option < Regclass > */
+	"doc" TEXT, /* Option < & str > */
+	"threshold" double precision DEFAULT NULL /* Option < f64 > */
+) RETURNS SETOF TEXT /* String */
+VOLATILE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_explain_wrapper';
+COMMENT ON FUNCTION @extschema@.minhash_explain(regclass, text, double precision) IS
+    'what one lookup in an indexed table does, step by step, with its time';
+
 CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
 RETURNS TABLE (missing bigint, orphaned bigint)
 LANGUAGE plpgsql

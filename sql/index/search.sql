@@ -1,5 +1,6 @@
 -- Whole-table searches of an index (sql/index/, part 6 of 6): minhash_duplicates and
--- minhash_clusters of a table, on one node or across Citus workers.
+-- minhash_clusters of a table, on one node or across Citus workers; last, the comments of every
+-- function users call.
 
 -- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
 -- with a text, the id as bigint or (typed) in its own type. They search it in memory
@@ -229,4 +230,44 @@ BEGIN
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
         minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
+END $$;
+
+-- What \df+ and \dd show for each function users call (all overloads of a name, or those whose
+-- first argument is of the type given).
+DO $$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT p.oid::pg_catalog.regprocedure AS fn, c.description
+        FROM (VALUES
+            ('minhash', NULL, 'MinHash signature of a text: k 32-bit slots over its n-gram shingles (format 1)'),
+            ('lsh_bands', NULL, 'LSH band keys of a signature: one int8 key per band of r slots'),
+            ('jaccard', NULL, 'exact Jaccard similarity of the shingle sets of two texts'),
+            ('shingles', NULL, 'the distinct shingles of a text, exactly what minhash() hashes'),
+            ('minhash_similarity', NULL, 'estimated Jaccard similarity of two signatures: the share of equal slots'),
+            ('lsh_probability', NULL, 'probability that a pair of this similarity shares a band: 1 - (1 - s^r)^b'),
+            ('lsh_params', NULL, 'band settings (b, r) that catch pairs at a threshold with a minimum recall, best first'),
+            ('minhash_components', NULL, 'connected components of a graph given as (id_a, id_b) edge arrays'),
+            ('minhash_format_version', NULL, 'the signature format version this build computes'),
+            ('minhash_index_create', NULL, 'create a managed MinHash index on a table''s text column or text expression and fill it'),
+            ('minhash_index_drop', NULL, 'drop a table''s managed MinHash index (cascade: with its flag triggers)'),
+            ('minhash_index_rebuild', NULL, 'rebuild a table''s managed MinHash index from its rows'),
+            ('minhash_index_check', NULL, 'count the band rows a table''s managed index misses and holds in excess of its rows'),
+            ('minhash_index_stats', NULL, 'rows, keys and bucket sizes of a table''s managed MinHash index'),
+            ('minhash_similar', NULL, 'rows of an indexed table similar to a text, with exact Jaccard, most similar first'),
+            ('minhash_matches', NULL, 'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard'),
+            ('minhash_explain', NULL, 'what one lookup in an indexed table does, step by step, with its time'),
+            ('minhash_duplicates', 'regclass', 'every pair of near-duplicate rows of an indexed table, with exact Jaccard'),
+            ('minhash_duplicates', 'anyarray', 'every pair of near-duplicate texts of an array, by the ids of a parallel array, with exact Jaccard'),
+            ('minhash_clusters', 'regclass', 'the clusters of near-duplicate rows of an indexed table: connected (named by their smallest id) or around a kept row'),
+            ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
+            ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
+        ) c(name, first_arg, description)
+        JOIN pg_catalog.pg_proc p ON p.proname = c.name
+         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
+         AND (c.first_arg IS NULL OR p.proargtypes[0] = c.first_arg::pg_catalog.regtype)
+    LOOP
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
+    END LOOP;
 END $$;

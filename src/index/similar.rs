@@ -11,13 +11,15 @@ use pgrx::spi::SpiClient;
 use pgrx::AnyElement;
 use pgrx::PgSqlErrorCode;
 
+use crate::core::params::float8_text;
+use crate::core::sketch::BAND_SKETCH_BITS;
 use crate::pg::error::raise;
 use crate::pg::names::type_name;
 use crate::pg::names::{qualified, quote_literal, regclass_name, Regclass};
 
 use super::access::Index;
 use super::key::Id;
-use super::lookup;
+use super::lookup::{self, Trace};
 use super::params::{checked_threshold, notice_low_threshold};
 use super::scan::{BandIndex, RowIndex};
 
@@ -303,4 +305,87 @@ fn _minhash_direct_reads(
         band.and_then(|index| qualified(index.oid())),
         rows.and_then(|index| qualified(index.oid())),
     ))
+}
+
+/// What a lookup of `doc` in `tbl` does (as [`minhash_similar`] with `threshold`), one line per
+/// step, as EXPLAIN ANALYZE shows a query: the band keys probed and how the band rows were
+/// read, the band rows sharing a key, those that passed the sketch filter and the distinct
+/// candidates verified, how their texts were read, the rows found, and the time of each step.
+#[pg_extern(volatile, parallel_safe)]
+fn minhash_explain(
+    tbl: Option<Regclass>,
+    doc: Option<&str>,
+    threshold: default!(Option<f64>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> SetOfIterator<'static, String> {
+    let lookup = Lookup::new(tbl, threshold, None, fcinfo);
+    let lines = Spi::connect(|client| {
+        let cfg = lookup.config(client);
+        let threshold = checked_threshold(lookup.threshold, cfg.def.threshold);
+        let mut trace = Trace::default();
+        if let Some(doc) = doc {
+            lookup::traced(&cfg, client, doc, threshold, None, &mut trace);
+        }
+        explained(&cfg, threshold, &trace)
+    });
+    SetOfIterator::new(lines)
+}
+
+/// The lines of [`minhash_explain`].
+fn explained(cfg: &Index, threshold: f64, trace: &Trace) -> Vec<String> {
+    let read = |index: Option<pg_sys::Oid>| match index.and_then(qualified) {
+        Some(name) => format!("by index {name}"),
+        None => "by SQL".to_owned(),
+    };
+    let ms = |d: std::time::Duration| format!("{:.3} ms", d.as_secs_f64() * 1000.0);
+    let def = &cfg.def;
+    let mut lines = vec![format!(
+        "Lookup in {} through band table {} (threshold {}; k {}, {} bands of {} rows)",
+        regclass_name(def.tbl),
+        regclass_name(def.band_table),
+        float8_text(threshold),
+        def.k,
+        def.banding.bands,
+        def.banding.rows
+    )];
+    if trace.keys == 0 {
+        // (see `core::signature::EMPTY_SLOT`)
+        lines.push("  No band keys: a NULL text, or one without shingles, matches no row".into());
+        return lines;
+    }
+    lines.extend([
+        format!(
+            "  Band keys probed: {}, {}",
+            trace.keys,
+            read(trace.band_index)
+        ),
+        format!("  Band rows sharing a key: {}", trace.band_rows),
+        format!(
+            "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
+             candidates",
+            trace.min_bits,
+            def.k.min(BAND_SKETCH_BITS),
+            trace.passed,
+            trace.candidates
+        ),
+    ]);
+    if trace.remote {
+        lines.push(format!(
+            "  Candidates verified on the Citus workers: {}",
+            trace.candidates
+        ));
+    } else {
+        lines.push(format!(
+            "  Candidates verified: {}, texts read {}",
+            trace.candidates,
+            read(trace.row_index)
+        ));
+    }
+    lines.push(format!("  Rows at or above the threshold: {}", trace.found));
+    lines.push(format!(
+        "  Time: {} finding candidates, {} verifying",
+        ms(trace.finding),
+        ms(trace.verifying)
+    ));
+    lines
 }

@@ -149,5 +149,25 @@ SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes
 -- (Another backend's changes to the catalog and the band indexes: tests/isolation/specs/
 -- cache_invalidation.spec.)
 
+-- minhash_explain shows what one lookup did (times masked): the band rows it met, the
+-- candidates left after the sketch filter, how it read them, and the rows it found, as many
+-- as minhash_similar returns. Direct reads here; the SQL queries under SERIALIZABLE.
+CREATE FUNCTION pg_temp.explained(doc text, threshold float8 DEFAULT NULL) RETURNS SETOF text
+LANGUAGE sql AS $$
+    SELECT regexp_replace(e, '[0-9]+\.[0-9]+ ms', 'N ms', 'g')
+    FROM minhash_explain('notes', doc, threshold) e
+$$;
+SELECT * FROM pg_temp.explained((SELECT body FROM notes WHERE id = 30), 0.7);
+SELECT count(*) AS similar_rows
+FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30), 0.7);
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM pg_temp.explained((SELECT body FROM notes WHERE id = 30), 0.7);
+COMMIT;
+-- a text without shingles probes nothing; NULL text, the same
+SELECT * FROM pg_temp.explained('');
+SELECT * FROM pg_temp.explained(NULL);
+SELECT try($$SELECT * FROM minhash_explain(NULL, 'x')$$);
+SELECT try($$SELECT * FROM minhash_explain('notes', 'x', 2)$$);
+
 SELECT minhash_index_drop('notes');
 DROP TABLE notes;
