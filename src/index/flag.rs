@@ -410,15 +410,7 @@ fn check(
     unsafe { check_fires_last(data.tg_relation, firing.trigger.trigger(), op, &read) };
     // SAFETY: the descriptor of the firing relation.
     unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
-    // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described by
-    // its descriptor.
-    let (doc, old_doc) = cfg.def.text.evaluating(firing.owner, || unsafe {
-        let old = update.then(|| text.tuple_text(data.tg_trigtuple));
-        (text.tuple_text(tuple), old)
-    });
-    if update && old_doc == Some(doc) {
-        return None;
-    }
+    // (checked at every firing, whether or not the row is compared)
     let mode = mode.unwrap_or_else(|| {
         let (attno, typid, typmod) = column(tupdesc, fired_on, arg(0).unwrap_or(""), FLAG_HINT);
         if read.contains(&attno) {
@@ -439,6 +431,15 @@ fn check(
         .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
         .map(float8_in);
     let threshold = checked_threshold(threshold, cfg.def.threshold);
+    // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described by
+    // its descriptor.
+    let (doc, old_doc) = cfg.def.text.evaluating(firing.owner, || unsafe {
+        let old = update.then(|| text.tuple_text(data.tg_trigtuple));
+        (text.tuple_text(tuple), old)
+    });
+    if update && old_doc == Some(doc) {
+        return None;
+    }
     let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
     // SAFETY: the attribute numbers and types come from this tuple's descriptor; an UPDATE's
     // old row (tg_trigtuple) has the same descriptor.

@@ -102,6 +102,18 @@ DROP TRIGGER flag_into_id ON flag_targets;
 CREATE TRIGGER flag_into_text BEFORE INSERT ON flag_targets
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('body');
 SELECT try($$INSERT INTO flag_targets VALUES (1, 'some text')$$);
+-- The arguments are checked at every firing, also by an UPDATE that leaves the text alone
+-- (and so compares nothing).
+DROP TRIGGER flag_into_text ON flag_targets;
+INSERT INTO flag_targets VALUES (2, 'another text');
+CREATE TRIGGER flag_into_text_on_update BEFORE UPDATE ON flag_targets
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('body');
+SELECT try($$UPDATE flag_targets SET id = id WHERE id = 2$$);
+DROP TRIGGER flag_into_text_on_update ON flag_targets;
+CREATE TRIGGER bad_threshold_on_update BEFORE UPDATE ON flag_targets
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('', '2', 'reject');
+SELECT try($$UPDATE flag_targets SET id = id WHERE id = 2$$);
+DROP TRIGGER bad_threshold_on_update ON flag_targets;
 
 -- A savepoint rolled back takes the row and its band rows; the same row written again after
 -- it is indexed once.
