@@ -149,6 +149,34 @@ SELECT count(*) AS at_0_99 FROM minhash_similar('notes', (SELECT body FROM notes
 -- (Another backend's changes to the catalog and the band indexes: tests/isolation/specs/
 -- cache_invalidation.spec.)
 
+-- Similar rows among those a WHERE clause keeps: minhash_similar without max_results returns
+-- every row at or above the threshold, so joining it to the table, filtering and then ordering
+-- and limiting gives exactly what brute force over the filtered rows gives (the k most similar
+-- among the matching rows at or above the threshold), for every row's text as the probe.
+CREATE TEMP TABLE filtered_found AS
+SELECT n.id AS probe, f.id, round(f.similarity::numeric, 6) AS similarity
+FROM notes n, LATERAL (
+    SELECT s.id, s.similarity
+    FROM minhash_similar('notes', n.body, threshold => 0.7) s
+    JOIN notes t ON t.id = s.id
+    WHERE t.id % 3 = 0 AND t.id <> n.id
+    ORDER BY s.similarity DESC, s.id
+    LIMIT 2) f;
+CREATE TEMP TABLE filtered_truth AS
+SELECT n.id AS probe, f.id, round(f.similarity::numeric, 6) AS similarity
+FROM notes n, LATERAL (
+    SELECT t.id, jaccard(t.body, n.body) AS similarity
+    FROM notes t
+    WHERE t.id % 3 = 0 AND t.id <> n.id AND jaccard(t.body, n.body) >= 0.7
+    ORDER BY 2 DESC, t.id
+    LIMIT 2) f;
+SELECT (SELECT count(*) FROM filtered_truth) AS true_rows,
+       (SELECT count(*) FROM filtered_truth) > 50 AS enough,
+       (SELECT count(*) FROM ((SELECT * FROM filtered_found EXCEPT ALL SELECT * FROM filtered_truth)
+                              UNION ALL
+                              (SELECT * FROM filtered_truth EXCEPT ALL SELECT * FROM filtered_found)) d)
+           AS differences;
+
 -- minhash_explain shows what one lookup did (times masked): the band rows it met, the
 -- candidates left after the sketch filter, how it read them, and the rows it found, as many
 -- as minhash_similar returns. Direct reads here; the SQL queries under SERIALIZABLE.
