@@ -23,16 +23,10 @@ BEGIN
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl) > 1 THEN
-        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
-            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl)
-            USING ERRCODE = 'ambiguous_function',
-                  HINT = format('Name one by its band table: %s.',
-                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
-                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl));
-    END IF;
     SELECT * INTO cfg FROM @extschema@.minhash_indexes i
-    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl;
+    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl
+    ORDER BY i.band_table = _minhash_index.tbl DESC, i.band_table::oid
+    LIMIT 1;
     IF NOT FOUND THEN
         PERFORM minhash_internal._minhash_check_indexable(tbl);
         RAISE EXCEPTION 'table % has no minhash index', tbl
@@ -425,11 +419,26 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes;
+    default_band name;
     trg text;
     flags text[];
 BEGIN
+    -- (dropping is never done by default: of a table with several indexes, name the one)
+    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl) > 1 THEN
+        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
+            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl)
+            USING ERRCODE = 'ambiguous_function',
+                  HINT = format('Name the one to drop by its band table: %s.',
+                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
+                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl));
+    END IF;
+    cfg := minhash_internal._minhash_index(tbl);
     tbl := cfg.tbl;
+    -- (a duplicate trigger that names no index checks against the table's default one)
+    default_band := (SELECT c.relname FROM @extschema@.minhash_indexes i
+                     JOIN pg_class c ON c.oid = i.band_table
+                     WHERE i.tbl = cfg.tbl ORDER BY i.band_table::oid LIMIT 1);
     IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
         RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
             USING ERRCODE = 'insufficient_privilege';
@@ -439,8 +448,7 @@ BEGIN
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
     WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
-      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''),
-                   (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table))
+      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''), default_band)
           = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
     IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
         RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl

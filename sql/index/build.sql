@@ -1,8 +1,9 @@
 -- The machinery of an index (sql/index/, part 2 of 6): finding an index's catalog row, the
 -- band-row SQL, the backfill, the sync triggers, and what Citus needs of a table.
 
--- The catalog row of the index `tbl` names: the one index of table tbl, or the index whose band
--- table tbl is (42725 for a table with several, 42704 for a table with none).
+-- The catalog row of the index `tbl` names: the index whose band table tbl is, or the default
+-- index of table tbl, its first: the one whose band table has the lowest OID (42704 for a
+-- table with none). A second index never changes what a call naming the table reads.
 CREATE FUNCTION minhash_internal._minhash_index(tbl regclass)
 RETURNS @extschema@.minhash_indexes
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -14,16 +15,10 @@ BEGIN
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl) > 1 THEN
-        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
-            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl)
-            USING ERRCODE = 'ambiguous_function',
-                  HINT = format('Name one by its band table: %s.',
-                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
-                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = _minhash_index.tbl));
-    END IF;
     SELECT * INTO cfg FROM @extschema@.minhash_indexes i
-    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl;
+    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl
+    ORDER BY i.band_table = _minhash_index.tbl DESC, i.band_table::oid
+    LIMIT 1;
     IF NOT FOUND THEN
         PERFORM minhash_internal._minhash_check_indexable(tbl);
         RAISE EXCEPTION 'table % has no minhash index', tbl

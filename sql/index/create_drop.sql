@@ -307,19 +307,35 @@ END $$;
 -- A minhash_flag_duplicate trigger on the table looks rows up in the index, like a
 -- constraint's index: dropping the index refuses while one exists, or drops it too (cascade).
 -- A trigger uses the index its fourth argument names by its band table, or, without one, the
--- table's only index. `tbl` names the index as for the query functions (the table, or the band
--- table of one of its indexes); the sync triggers go with the table's last index.
+-- table's default index (_minhash_index). `tbl` names the index: the table's only index, or the
+-- band table of one (42725 for a table with several: a drop is never done by default); the
+-- sync triggers go with the table's last index.
 CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    cfg @extschema@.minhash_indexes;
+    default_band name;
     trg text;
     flags text[];
 BEGIN
+    -- (dropping is never done by default: of a table with several indexes, name the one)
+    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl) > 1 THEN
+        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
+            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl)
+            USING ERRCODE = 'ambiguous_function',
+                  HINT = format('Name the one to drop by its band table: %s.',
+                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
+                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl));
+    END IF;
+    cfg := minhash_internal._minhash_index(tbl);
     tbl := cfg.tbl;
+    -- (a duplicate trigger that names no index checks against the table's default one)
+    default_band := (SELECT c.relname FROM @extschema@.minhash_indexes i
+                     JOIN pg_class c ON c.oid = i.band_table
+                     WHERE i.tbl = cfg.tbl ORDER BY i.band_table::oid LIMIT 1);
     IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
         RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
             USING ERRCODE = 'insufficient_privilege';
@@ -329,8 +345,7 @@ BEGIN
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
     WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
-      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''),
-                   (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table))
+      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''), default_band)
           = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
     IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
         RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl

@@ -223,18 +223,15 @@ impl Index {
         })
     }
 
-    /// The index named `name`: the one index of table `name`, or the index whose band table
-    /// `name` is (42725 for a table with several; see [`Index::of_table`]).
+    /// The index named `name`: the default index of table `name` (see [`Index::default_of`]),
+    /// or the index whose band table `name` is.
     pub(super) fn find(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         name: pg_sys::Oid,
     ) -> Option<Rc<Index>> {
-        let indexes = Self::of_table(client, fn_oid, name);
-        match &indexes[..] {
-            [one] => return Some(Rc::clone(one)),
-            [] => {}
-            several => ambiguous(name, several),
+        if let Some(index) = Self::default_of(&Self::of_table(client, fn_oid, name)) {
+            return Some(index);
         }
         let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
@@ -317,6 +314,15 @@ impl Index {
             .collect()
     }
 
+    /// The default index among a table's `indexes` (none if it has none): what a call that
+    /// names the table, or a duplicate check that names no index, reads. It is the table's
+    /// first, the one whose band table has the lowest OID (on the coordinator, for a Citus
+    /// table, in whose order the shards' triggers carry the indexes), as `_minhash_index` in
+    /// sql/index/build.sql picks it: another index never changes it.
+    pub(super) fn default_of(indexes: &Indexes) -> Option<Rc<Index>> {
+        indexes.first().cloned()
+    }
+
     /// The index `def` describes, as a lookup reaches it, for the extension in `schema`.
     fn new(schema: &str, def: IndexDef) -> Index {
         let placement = Placement::of(&def);
@@ -380,21 +386,4 @@ impl Index {
             unit = quote_literal(unit),
         )
     }
-}
-
-/// Raises 42725: table `tbl` has several indexes, and the call does not say which.
-pub(super) fn ambiguous(tbl: pg_sys::Oid, indexes: &[Rc<Index>]) -> ! {
-    let names: Vec<String> = indexes
-        .iter()
-        .map(|c| regclass_name(c.def.band_table))
-        .collect();
-    raise(
-        PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
-        format!(
-            "table {} has {} minhash indexes",
-            regclass_name(tbl),
-            indexes.len()
-        ),
-        Some(format!("Name one by its band table: {}.", names.join(", "))),
-    )
 }

@@ -98,7 +98,8 @@ pub(super) struct IndexDef {
 
 impl IndexDef {
     /// The indexes of `tbl` that the arguments of a sync trigger on a shard of it carry (see
-    /// `citus`): each a catalog row as JSON; those of other tables are left out.
+    /// `citus`), in their order (the coordinator's band-table OIDs): each a catalog row as
+    /// JSON; those of other tables are left out.
     pub(super) fn of_trigger_args(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
@@ -107,10 +108,11 @@ impl IndexDef {
     ) -> Vec<IndexDef> {
         let schema = Extension::of_function(fn_oid).quoted_schema();
         let sql = format!(
-            "{} FROM pg_catalog.unnest($1::pg_catalog.text[]) a
+            "{} FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY a(arg, n)
              CROSS JOIN LATERAL pg_catalog.jsonb_populate_record(NULL::{schema}.minhash_indexes,
-                                                                  a::pg_catalog.jsonb) i
-             WHERE i.tbl OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+                                                                  a.arg::pg_catalog.jsonb) i
+             WHERE i.tbl OPERATOR(pg_catalog.=) $2::pg_catalog.regclass
+             ORDER BY a.n",
             Self::select_list("0")
         );
         let rows = client

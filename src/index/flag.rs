@@ -21,7 +21,7 @@ use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 
-use super::access::{ambiguous, Index};
+use super::access::Index;
 use super::band::band_entry;
 use super::catalog::refuse_newer_index;
 use super::citus::nested_execution;
@@ -465,8 +465,8 @@ fn check(
     })
 }
 
-/// The index a check of `firing` reads: the table's one index, or the one whose band table is
-/// named `name` (42704 if there is none, 42725 for a table of several without a name). None
+/// The index a check of `firing` reads: the one whose band table is named `name` (42704 if
+/// there is none), or without a name the table's default index (`Index::default_of`). None
 /// for a table a data-only restore loads before its catalog row: its rows stay as they were
 /// dumped, as in a full restore.
 fn chosen_index(
@@ -500,8 +500,7 @@ fn chosen_index(
                     Some(INDEX_HINT.into()),
                 )
             }),
-        ([one], None) => Rc::clone(one),
-        (several, None) => ambiguous(tbl, several),
+        (_, None) => Index::default_of(&indexes).expect("not empty"),
     })
 }
 

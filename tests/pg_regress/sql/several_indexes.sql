@@ -1,6 +1,6 @@
 -- Several indexes on one table (character 5-grams and word 3-grams of the same text): each is
--- kept exact by the same sync triggers, named by its band table where a call must say which,
--- and dropped on its own. Band tables get names that a renamed table does not block.
+-- kept exact by the same sync triggers, named by its band table (a call naming the table reads
+-- the default index, the first made), and dropped on its own. Band tables get names that a renamed table does not block.
 SET client_min_messages = warning;
 CREATE TABLE questions (id int PRIMARY KEY, body text, dup_chars int, dup_words int);
 INSERT INTO questions
@@ -17,9 +17,16 @@ WHERE tbl = 'questions'::regclass ORDER BY band_table::text;
 SELECT count(*) AS sync_triggers FROM pg_trigger
 WHERE tgrelid = 'questions'::regclass AND tgfoid = 'minhash_internal._minhash_sync()'::regprocedure;
 
--- A call on the table must say which index: by its band table (42725 otherwise).
-SELECT try($$SELECT * FROM minhash_similar('questions', 'how do I sort a list of 3 items')$$);
-SELECT try($$SELECT * FROM minhash_index_check('questions')$$);
+-- A call naming the table reads its default index, the first made (the character one): a
+-- second index breaks no call. Another is named by its band table.
+SELECT (SELECT array_agg(id ORDER BY id) FROM minhash_similar('questions', 'how do I sort a list of 3 items in python 3!'))
+     = (SELECT array_agg(id ORDER BY id) FROM minhash_similar('questions_minhash_bands', 'how do I sort a list of 3 items in python 3!'))
+       AS default_is_first;
+SELECT * FROM minhash_index_check('questions');
+SELECT count(*) = (SELECT count(*) FROM minhash_duplicates('questions_minhash_bands')) AS same_pairs
+FROM minhash_duplicates('questions');
+-- dropping is never done by default: of a table with several indexes, name the one (42725)
+SELECT try($$SELECT minhash_index_drop('questions')$$);
 SELECT id, round(similarity::numeric, 4) AS similarity
 FROM minhash_similar('questions_minhash_bands', 'how do I sort a list of 3 items in python 3!')
 ORDER BY similarity DESC, id LIMIT 3;
@@ -66,10 +73,12 @@ DROP ROLE band_stranger;
 SELECT count(*) AS indexes FROM minhash_indexes WHERE tbl = 'questions'::regclass;
 
 -- A duplicate trigger names its index by its band table (fourth argument); one that does not
--- name it is refused on a table with several.
+-- checks against the default index, and depends on it as a trigger naming it would.
 CREATE TRIGGER flag_any BEFORE INSERT ON questions
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_chars');
-SELECT try($$INSERT INTO questions (id, body) VALUES (102, 'how do I sort a list of 4 items in python 4?')$$);
+INSERT INTO questions (id, body) VALUES (102, 'how do I sort a list of 4 items in python 4?')
+RETURNING dup_chars;
+SELECT try($$SELECT minhash_index_drop('questions_minhash_bands')$$);
 DROP TRIGGER flag_any ON questions;
 CREATE TRIGGER flag_chars BEFORE INSERT OR UPDATE ON questions
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_chars', '', 'flag', 'questions_minhash_bands');
