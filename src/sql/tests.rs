@@ -292,7 +292,7 @@ mod tests {
         let public = one::<i64>(&format!(
             "SELECT count(*) {members} WHERE p.pronamespace = e.extnamespace"
         ));
-        assert_eq!(public, Some(25));
+        assert_eq!(public, Some(26));
         // a role without any grant can still reach the internals the public functions call
         let usage =
             one::<bool>("SELECT has_schema_privilege('public', 'minhash_internal', 'USAGE')");
