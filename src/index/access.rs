@@ -28,11 +28,11 @@ thread_local! {
     /// (the `minhash_indexes_changed` trigger) does that, in this backend at the end of the
     /// command and in the others before their next lock on either table or their next
     /// transaction, as for PostgreSQL's own caches.
-    static CONFIGS: RefCell<HashMap<pg_sys::Oid, Indexes>> = RefCell::new(HashMap::new());
+    static INDEXES: RefCell<HashMap<pg_sys::Oid, Indexes>> = RefCell::new(HashMap::new());
 
-    /// Relations whose relcache entries were invalidated since [`CONFIGS`] was last pruned
+    /// Relations whose relcache entries were invalidated since [`INDEXES`] was last pruned
     /// (`None`: all of them). The callback only records them: it may run in the middle of
-    /// anything, including while `CONFIGS` is borrowed.
+    /// anything, including while `INDEXES` is borrowed.
     static INVALIDATED: RefCell<Option<Vec<pg_sys::Oid>>> = const { RefCell::new(Some(Vec::new())) };
 
     static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
@@ -74,7 +74,7 @@ fn cached(tbl: pg_sys::Oid) -> Option<Indexes> {
         };
     }
     let pending = INVALIDATED.with_borrow_mut(|p| p.replace(Vec::new()));
-    CONFIGS.with_borrow_mut(|configs| {
+    INDEXES.with_borrow_mut(|configs| {
         match pending {
             None => configs.clear(),
             Some(relids) if !relids.is_empty() => configs.retain(|_, cfgs| {
@@ -294,7 +294,7 @@ impl Index {
             .collect();
         lock(&cfgs);
         if !cfgs.is_empty() {
-            CONFIGS.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
+            INDEXES.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
         }
         cfgs
     }

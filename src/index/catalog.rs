@@ -23,7 +23,7 @@ use super::text::{TextSource, COLUMNS_HINT};
 
 /// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
 /// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
-/// every table on TRUNCATE), so that every backend drops its cached copy (see [`CONFIGS`]).
+/// every table on TRUNCATE), so that every backend drops its cached copy (see `access`).
 // (created in schema minhash_internal by sql/index/catalog.sql)
 #[pg_trigger(sql = false)]
 fn _minhash_catalog_changed<'a>(

@@ -73,7 +73,7 @@ impl Lookup {
         cfg
     }
 
-    /// The rows similar to `doc` (see [`Index::similar`]), at most `max_results`. The
+    /// The rows similar to `doc` (see `lookup::similar`), at most `max_results`. The
     /// statement's locks keep `cfg` current.
     fn similar(&self, client: &SpiClient<'_>, cfg: &Index, doc: Option<&str>) -> Vec<(Id, f64)> {
         pg_sys::check_for_interrupts!();

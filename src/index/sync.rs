@@ -180,7 +180,7 @@ fn _minhash_sync<'a>(
     Ok(None)
 }
 
-/// The claim trigger (see [`CLAIM_TRIGGER`]): for a table whose duplicate check
+/// The claim trigger (see `trigger::CLAIM_TRIGGER`): for a table whose duplicate check
 /// (`minhash_flag_duplicate`) fires on INSERT but not on every UPDATE, an UPDATE that changes a
 /// row's text claims the new text's band rows at once, as a check would (see `claim`), so that
 /// a concurrent writer's check finds the row under its new text and waits for this

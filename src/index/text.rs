@@ -71,7 +71,7 @@ impl TextSource {
 
     /// The text of the row `alias` of the table of the index with band table `band` in SQL
     /// that runs with the caller's rights: the column, or the expression computed by
-    /// [`_minhash_row_text`] (as the table's owner).
+    /// `_minhash_row_text` (`row_text`) (as the table's owner).
     pub(super) fn caller_sql(&self, band: pg_sys::Oid, alias: &str) -> String {
         match self {
             TextSource::Column(name) => format!("{alias}.{}", quote_ident_str(name)),
