@@ -1,21 +1,24 @@
 //! The managed band-key index: the catalog, band tables and query functions are hand-written
-//! SQL in `sql/index/` (one file per concern); this module adds the Rust pieces they call, among them the one
-//! trigger function that keeps every band table exact (`sync`).
+//! SQL in `sql/index/` (one file per concern); this module adds the Rust pieces they call,
+//! among them the one trigger function that keeps every band table exact (`sync`).
 //!
-//! The modules form layers; each uses only modules of the layers below it (and `pg`, `core`),
-//! never one above, and none of its own layer except where noted:
+//! The modules form layers: each uses only modules of its own layer or the layers below it (and
+//! `pg`, `core`), never one above, and no module uses another in a cycle (`scripts/layers.py`
+//! checks both in CI, reading the numbered comments of the module list below):
 //!
 //! 1. Entry points, the SQL and trigger functions: `sync` (the sync and claim triggers), `flag`
-//!    (the duplicate check), `similar` (lookups), `search` (whole-table searches), `row_text`
-//!    (a row's text for the PL/pgSQL), `internal` (band rows and thresholds for the PL/pgSQL),
-//!    `progress`.
-//! 2. Access paths: `write` (band-table writes and claims, used by `sync` and `flag`), `scan`
-//!    (direct index reads of band rows and texts), `claim` (the backend's claimed band rows).
-//! 3. The catalog: `catalog` (an index's row, checked, with its placement and lookup SQL,
-//!    cached per backend).
+//!    (the duplicate check), `similar` (lookups, `minhash_explain`), `search` (whole-table
+//!    searches), `row_text` (a row's text for the PL/pgSQL), `internal` (band rows and
+//!    thresholds for the PL/pgSQL), `progress`.
+//! 2. Access paths: `firing` (a trigger firing resolved once), `lookup` (the lookup of one
+//!    text), `write` (band-table writes and claims), `access` (an index with its placement and
+//!    lookup SQL, cached per backend), `scan` (direct index reads of band rows and texts),
+//!    `claim` (the backend's claimed band rows).
+//! 3. The catalog: `catalog` (an index's row, checked against PostgreSQL's catalogs).
 //! 4. Runtime helpers: `citus` (shards and Citus tables), `restore` (our triggers, the load
 //!    trigger), `text` (where a row's text comes from), `owner` (running as the owner,
-//!    restricted), `trigger` (what fired), `prepared` (kept statements), `spi`, `extension`.
+//!    restricted), `trigger` (trigger arguments, the claim trigger's name), `prepared` (kept
+//!    statements), `spi`, `extension`.
 //! 5. Plain model types: `key` (ids as the band table stores them), `band` (a text's band
 //!    rows), `params` (an index's checked settings).
 
