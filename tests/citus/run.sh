@@ -5,6 +5,8 @@
 # there is no Citus):
 # - minhash_index_create on a distributed table (and on a reference table), kept exact through
 #   INSERT, UPDATE, DELETE, COPY and TRUNCATE, by sequential and concurrent writers;
+# - two indexes on one distributed table: both kept exact, and a call naming the table and a
+#   duplicate trigger naming no index read the first made;
 # - minhash_similar, minhash_matches, minhash_duplicates (bigint and uuid keys) and
 #   minhash_clusters give exactly what they give on the plain table;
 # - the duplicate trigger flags as on the plain table, but for near-duplicates written
@@ -100,6 +102,31 @@ q -c "SELECT check_eq('truncate empties the band table', (SELECT count(*) FROM s
 q -c "INSERT INTO scratch SELECT * FROM corpus(40)" >/dev/null
 check scratch "after truncate and insert"
 echo "ok: INSERT, UPDATE, DELETE, COPY and TRUNCATE keep the band table exact"
+
+# Two indexes on one distributed table: the shards' sync triggers keep both exact; a call
+# naming the table reads the first made, and so does a duplicate trigger that names no index,
+# on the shards (whose trigger arguments list the indexes in that order). The second index's
+# threshold of 0.99 would flag nothing here.
+q -c "CREATE TABLE twice (id bigint PRIMARY KEY, body text, dup_of bigint)" \
+  -c "SELECT create_distributed_table('twice', 'id', shard_count => 4)" \
+  -c "INSERT INTO twice (id, body) SELECT * FROM corpus(200)" \
+  -c "SELECT minhash_index_create('twice', 'id', 'body', threshold => 0.7)" \
+  -c "SELECT minhash_index_create('twice', 'id', 'body', ngram => 3, threshold => 0.99)" >/dev/null
+q <<'EOF'
+SELECT check_eq('a call naming the table reads the first index',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('twice') EXCEPT SELECT * FROM minhash_duplicates('twice_minhash_bands'))
+                           UNION ALL (SELECT * FROM minhash_duplicates('twice_minhash_bands') EXCEPT SELECT * FROM minhash_duplicates('twice'))) x), 0);
+SELECT check_eq('the first index finds pairs', (SELECT (count(*) > 10)::int FROM minhash_duplicates('twice')), 1);
+EOF
+q -c "SET citus.enable_unsafe_triggers = on" \
+  -c "CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON twice FOR EACH ROW
+      EXECUTE FUNCTION minhash_flag_duplicate('dup_of')" >/dev/null
+q -c "INSERT INTO twice (id, body) VALUES (9001, corpus_text(21) || ' w3')" >/dev/null
+q -c "SELECT check_eq('flagged through the first index on a shard', (SELECT dup_of FROM twice WHERE id = 9001), 21)" >/dev/null
+check twice_minhash_bands "first of two indexes"
+check twice_minhash_bands1 "second of two indexes"
+q -c "SET citus.enable_unsafe_triggers = on" -c "DROP TABLE twice" >/dev/null
+echo "ok: two indexes on a distributed table: calls naming it, and its duplicate trigger, read the first"
 
 # Concurrent writers, each on its own ids, then the same statements on the plain table.
 writer() { # writer TABLE N
