@@ -353,33 +353,45 @@ fn explained(cfg: &Index, threshold: f64, trace: &Trace) -> Vec<String> {
         lines.push("  No band keys: a NULL text, or one without shingles, matches no row".into());
         return lines;
     }
-    lines.extend([
-        format!(
-            "  Band keys probed: {}, {}",
-            trace.keys,
-            read(trace.band_index)
-        ),
-        format!("  Band rows sharing a key: {}", trace.band_rows),
-        format!(
-            "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
-             candidates",
-            trace.min_bits,
-            def.k.min(BAND_SKETCH_BITS),
-            trace.passed,
-            trace.candidates
-        ),
-    ]);
-    if trace.remote {
+    lines.push(format!(
+        "  Band keys probed: {}, {}",
+        trace.keys,
+        read(trace.band_index)
+    ));
+    // The band rows are read as the owner: where row-level security hides rows from the
+    // caller, their counts would tell how many hidden rows resemble the text, so only what
+    // the caller's own query returns is shown (as a unique violation's DETAIL is withheld).
+    if !def.may_see_ids() {
         lines.push(format!(
-            "  Candidates verified on the Citus workers: {}",
-            trace.candidates
-        ));
-    } else {
-        lines.push(format!(
-            "  Candidates verified: {}, texts read {}",
-            trace.candidates,
+            "  Band rows and candidates: not shown (row-level security hides rows of {} from the \
+             current user); texts read {}",
+            regclass_name(def.tbl),
             read(trace.row_index)
         ));
+    } else {
+        lines.extend([
+            format!("  Band rows sharing a key: {}", trace.band_rows),
+            format!(
+                "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
+                 candidates",
+                trace.min_bits,
+                def.k.min(BAND_SKETCH_BITS),
+                trace.passed,
+                trace.candidates
+            ),
+        ]);
+        if trace.remote {
+            lines.push(format!(
+                "  Candidates verified on the Citus workers: {}",
+                trace.candidates
+            ));
+        } else {
+            lines.push(format!(
+                "  Candidates verified: {}, texts read {}",
+                trace.candidates,
+                read(trace.row_index)
+            ));
+        }
     }
     lines.push(format!("  Rows at or above the threshold: {}", trace.found));
     lines.push(format!(
