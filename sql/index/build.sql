@@ -137,6 +137,54 @@ AS $$
         cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table)) END
 $$;
 
+-- The band table's columns, in the order _minhash_band_insert_sql yields them: of format 1,
+-- (id, key, sketch1, sketch2), one row per row and band; of format 2, (id, sketch1, sketch2,
+-- key1, ..., key<bands>), one row per row (docs/contract.md).
+CREATE FUNCTION minhash_internal._minhash_band_columns(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.format = 1 THEN 'id, key, sketch1, sketch2'
+                ELSE 'id, sketch1, sketch2, ' || (SELECT string_agg('key' || i, ', ' ORDER BY i)
+                                                  FROM generate_series(1, cfg.bands) i) END
+$$;
+
+-- The SELECT that yields the band table's rows (its columns as _minhash_band_columns lists
+-- them) for the rows of `source`: of format 1, _minhash_band_rows_sql; of format 2, one row
+-- per row with its band keys side by side.
+CREATE FUNCTION minhash_internal._minhash_band_insert_sql(cfg @extschema@.minhash_indexes, source text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
+                ELSE format(
+        'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
+         FROM (SELECT d.%2$I::%10$s AS id,
+                      minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+               FROM %8$s d OFFSET 0) s
+         WHERE s.v IS NOT NULL',
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source,
+        (SELECT string_agg(format('s.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
+        minhash_internal._minhash_band_id_type(cfg.band_table)) END
+$$;
+
+-- The band rows of the band table of `cfg` as a FROM item of columns (id, key, sketch1,
+-- sketch2), one row per row and band, whatever its format.
+CREATE FUNCTION minhash_internal._minhash_band_rows_of(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.format = 1 THEN cfg.band_table::text ELSE format(
+        '(SELECT w.id, k.key, w.sketch1, w.sketch2 FROM %s w
+          CROSS JOIN LATERAL pg_catalog.unnest(ARRAY[%s]) k(key))',
+        cfg.band_table,
+        (SELECT string_agg('w.key' || i, ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
+$$;
+
 -- Fills the (empty) band table `band` of an index from its table's rows in ten set-based chunks of ascending ids
 -- (rows with a NULL id are left out, as the sync refuses them); with `source`, from the rows of
 -- that partition of tbl only (a partition attached to it). A chunk ends after all the rows of its
@@ -174,8 +222,8 @@ BEGIN
         total := minhash_internal._minhash_as_owner(tbl, format(
             'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
         PERFORM minhash_internal._minhash_as_owner(tbl, format(
-            'INSERT INTO %s (id, key, sketch1, sketch2) %s', cfg.band_table,
-            minhash_internal._minhash_band_rows_sql(cfg, source::text)));
+            'INSERT INTO %s (%s) %s', cfg.band_table, minhash_internal._minhash_band_columns(cfg),
+            minhash_internal._minhash_band_insert_sql(cfg, source::text)));
         RETURN total;
     END IF;
     IF loading THEN
@@ -190,14 +238,14 @@ BEGIN
             'WITH chunk AS MATERIALIZED (
                  SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
                  FETCH FIRST %6$s ROWS WITH TIES),
-             added AS (INSERT INTO %3$s (id, key, sketch1, sketch2) %4$s)
+             added AS (INSERT INTO %3$s (%7$s) %4$s)
              SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
                  (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
              FROM chunk',
-            source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_rows_sql(cfg, 'chunk'),
+            source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
             CASE WHEN last_id IS NOT NULL
                  THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
-            chunk));
+            chunk, minhash_internal._minhash_band_columns(cfg)));
         n := (progress ->> 0)::bigint;
         EXIT WHEN n = 0;
         last_id := progress ->> 1;

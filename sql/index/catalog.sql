@@ -42,8 +42,8 @@ CREATE TABLE @extschema@.minhash_indexes (
     bands int NOT NULL,
     rows_per_band int NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
-    -- the signature format the band table's keys and sketches are in (docs/contract.md)
-    format int NOT NULL DEFAULT 1 CHECK (format = 1),
+    -- the band table's format (docs/contract.md): 1, a row per row and band; 2, a row per row
+    format int NOT NULL DEFAULT 1 CHECK (format IN (1, 2)),
     -- the SQL expression over the table's columns rows' texts come from, in place of a text
     -- column, as _minhash_text_expression prints it (src/index/text.rs)
     text_expression text,
@@ -53,7 +53,7 @@ CREATE TABLE @extschema@.minhash_indexes (
     CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL))
 );
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per managed pg_minhash index';
-COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
+COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'format of the band table: 1, a row per row and band; 2, a row per row (signatures of format minhash_format_version() in both)';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 
 -- Everyone may read the catalog (the triggers of a table read it as whoever writes the table);

@@ -29,6 +29,7 @@ DECLARE
     cfg @extschema@.minhash_indexes;
     grantee text;
     citus record;
+    band_format int;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
        OR unit IS NULL OR threshold IS NULL THEN
@@ -224,13 +225,21 @@ BEGIN
         RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
             USING ERRCODE = 'duplicate_table';
     END IF;
+    -- Format 2 (one row per row, its band keys side by side, each band's keys in a B-tree of
+    -- their own) for an index of up to 64 bands on a table of this node; format 1 (one row per
+    -- row and band, one B-tree) otherwise (docs/contract.md).
+    band_format := CASE WHEN bands <= 64 AND citus.kind IS NULL THEN 2 ELSE 1 END;
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
-    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, key bigint NOT NULL,
-                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
-                   rel.nspname, band_name, band_id_type);
+                   rel.nspname, band_name, band_id_type,
+                   CASE WHEN band_format = 1
+                        THEN 'key bigint NOT NULL, sketch1 bigint NOT NULL, sketch2 bigint NOT NULL'
+                        ELSE 'sketch1 bigint NOT NULL, sketch2 bigint NOT NULL, '
+                             || (SELECT string_agg(format('key%s bigint NOT NULL', i), ', ' ORDER BY i)
+                                 FROM generate_series(1, bands) i) END);
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -253,7 +262,7 @@ BEGIN
     PERFORM minhash_internal._minhash_link_band_table(tbl, band);
 
     cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
-               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression,
+               rows_per_band, now(), band_format, text_expression,
                CASE WHEN rel.relkind = 'p'
                     THEN ARRAY(SELECT minhash_internal._minhash_partitions(tbl)) END);
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
@@ -266,14 +275,9 @@ BEGIN
     FROM minhash_internal._minhash_partitions(tbl) p;
 
     PERFORM minhash_internal._minhash_backfill(band);
-    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
-    -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
-    -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
-    -- row's id may still be there. The band table's replica identity is its whole row (four
-    -- columns), so UPDATE and DELETE on the table work under a publication that includes the
-    -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
-    -- owner.
-    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    PERFORM minhash_internal._minhash_band_indexes(cfg);
+    -- The band table's replica identity is its whole row, so UPDATE and DELETE on the table
+    -- work under a publication that includes the band table.
     EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
@@ -287,6 +291,31 @@ BEGIN
         EXECUTE format('ANALYZE %s', band);
     END IF;
     RETURN band;
+END $$;
+
+-- Creates the B-trees of the band table of `cfg` (PostgreSQL builds them as the band table's
+-- owner). None is unique: a flag trigger writes a row's band rows before it checks the row
+-- (src/index/claim.rs), while band rows of the row's id may still be there. Of format 1, a
+-- lookup reads and filters candidates from `(key, id) INCLUDE (sketch1, sketch2)` alone (an
+-- index-only scan), and the sync trigger deletes band rows through it. Of format 2, a lookup
+-- reads band i's candidates through the B-tree on `key<i>` and their sketches from the band
+-- table, and the sync trigger deletes band rows through the B-tree on `id`.
+CREATE FUNCTION minhash_internal._minhash_band_indexes(cfg @extschema@.minhash_indexes)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    i int;
+BEGIN
+    IF cfg.format = 1 THEN
+        EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', cfg.band_table);
+        RETURN;
+    END IF;
+    EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
+    FOR i IN 1..cfg.bands LOOP
+        EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
+    END LOOP;
 END $$;
 
 -- Drops the band table of an index if it still exists: it may be gone already, dropped by hand

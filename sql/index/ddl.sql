@@ -43,10 +43,12 @@ BEGIN
         IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
             PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
                 'WITH gone AS (%s), d AS (DELETE FROM %s b USING gone g
-                     WHERE b.key OPERATOR(pg_catalog.=) g.key AND b.id OPERATOR(pg_catalog.=) g.id
+                     WHERE b.%s OPERATOR(pg_catalog.=) g.key AND b.id OPERATOR(pg_catalog.=) g.id
                      RETURNING 1)
                  SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM d',
-                minhash_internal._minhash_band_rows_sql(cfg, member::text), cfg.band_table));
+                minhash_internal._minhash_band_rows_sql(cfg, member::text), cfg.band_table,
+                -- (of format 2, the row whose first band's key is the gone row's)
+                CASE WHEN cfg.format = 1 THEN 'key' ELSE 'key1' END));
         END IF;
         PERFORM minhash_internal._minhash_sync_triggers(member, false);
     END LOOP;

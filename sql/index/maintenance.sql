@@ -7,6 +7,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    idx regclass;
 BEGIN
     -- Writers wait until this transaction commits. The band rows are deleted rather than
     -- truncated: a lookup that holds the band table while it waits to write the table keeps
@@ -18,6 +19,23 @@ BEGIN
     PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
         'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
         cfg.band_table));
+    -- An index of format 1 that format 2 can hold is converted (docs/contract.md): its emptied
+    -- band table gets the columns and B-trees of format 2 (this takes its ACCESS EXCLUSIVE
+    -- lock), and its catalog row says so.
+    IF cfg.format = 1 AND cfg.bands <= 64
+       AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
+        FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
+            EXECUTE format('DROP INDEX %s', idx);
+        END LOOP;
+        EXECUTE format('ALTER TABLE %s DROP COLUMN key, DROP COLUMN sketch1, DROP COLUMN sketch2, '
+                       'ADD COLUMN sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL, %s',
+                       cfg.band_table,
+                       (SELECT string_agg(format('ADD COLUMN key%s bigint NOT NULL', i), ', ' ORDER BY i)
+                        FROM generate_series(1, cfg.bands) i));
+        UPDATE @extschema@.minhash_indexes i SET format = 2 WHERE i.band_table = cfg.band_table;
+        cfg.format := 2;
+        PERFORM minhash_internal._minhash_band_indexes(cfg);
+    END IF;
     RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;
 
@@ -30,7 +48,7 @@ DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     counts jsonb;
     source text := cfg.tbl::text;
-    band text := cfg.band_table::text;
+    band text := minhash_internal._minhash_band_rows_of(cfg);
     progress text;
 BEGIN
     -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
@@ -46,7 +64,7 @@ BEGIN
             extract(epoch FROM clock_timestamp()));
         source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
         band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
-                       progress, cfg.band_table);
+                       progress, minhash_internal._minhash_band_rows_of(cfg));
     END IF;
     -- The band rows the table's rows give (expected) against those the band table holds, as
     -- multisets: missing = expected EXCEPT ALL held, orphaned = held EXCEPT ALL expected, both
@@ -86,7 +104,7 @@ DECLARE
          GROUP BY GROUPING SETS ((b.key), (b.id))',
         'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
         (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
-        extract(epoch FROM clock_timestamp()), cfg.band_table);
+        extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
         groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s GROUP BY key

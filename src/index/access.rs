@@ -13,6 +13,7 @@ use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 use crate::pg::error::raise;
 use crate::pg::names::{qualified_name, quote_ident_str, quote_literal, regclass_name};
 
+use super::band::BandFormat;
 use super::catalog::{check_indexable, refuse_newer_index, IndexDef};
 use super::citus;
 use super::extension::Extension;
@@ -116,7 +117,7 @@ impl Placement {
         if citus::is_citus_table(def.band_table) {
             return Placement::Citus;
         }
-        let band_index = BandIndex::find(def.band_table, def.key);
+        let band_index = BandIndex::find(def.band_table, def.key, def.format, def.banding.bands);
         let row_index = RowIndex::find(def.tbl, &def.id_column, def.key, false);
         if def.members.len() <= 1 {
             return Placement::Table {
@@ -141,10 +142,10 @@ impl Placement {
     }
 
     /// The band table's index, if a lookup may read it directly.
-    pub(super) fn band_index(&self) -> Option<BandIndex> {
+    pub(super) fn band_index(&self) -> Option<&BandIndex> {
         match self {
             Placement::Table { band_index, .. } | Placement::Partitioned { band_index, .. } => {
-                *band_index
+                band_index.as_ref()
             }
             Placement::Citus => None,
         }
@@ -338,9 +339,9 @@ impl Index {
     }
 
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
-    /// of the band rows with one of the keys `$1`, read from the band table's `(key, id)
-    /// INCLUDE (sketch1, sketch2)` index alone (an index-only scan), for when that index cannot
-    /// be read directly (see `scan`); then `(id, text)` of the rows with the ids `$1`, through
+    /// of the band rows with one of the keys `$1` (band i's key `$1[i]`), read from the band
+    /// table's `(key, id) INCLUDE (sketch1, sketch2)` index alone (an index-only scan; of format
+    /// 2, through each band's B-tree), for when those cannot be read directly (see `scan`); then `(id, text)` of the rows with the ids `$1`, through
     /// the table's unique index on the id.
     fn lookup_sql(def: &IndexDef) -> [String; 2] {
         let (tbl, band_table, key) = (def.tbl, def.band_table, def.key);
@@ -350,12 +351,27 @@ impl Index {
         );
         // integer ids of any width come as int8, like the band table stores them
         let cast = if key.integer { "::pg_catalog.int8" } else { "" };
-        [
-            format!(
+        let bands = qualified_name(band_table);
+        let band_rows = match def.format {
+            BandFormat::PerBand => format!(
                 "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
-                 WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
-                bands = qualified_name(band_table),
+                 WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)"
             ),
+            // (one scan of band i's B-tree for band i's key)
+            BandFormat::PerRow => (0..def.banding.bands)
+                .map(|band| {
+                    format!(
+                        "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
+                         WHERE b.{column} OPERATOR(pg_catalog.=) $1[{i}]",
+                        column = def.format.key_column(band),
+                        i = band + 1,
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL "),
+        };
+        [
+            band_rows,
             format!(
                 "SELECT t.{id}{cast}, {text}::pg_catalog.text FROM {tbl} t
                  WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)",

@@ -1,5 +1,5 @@
 //! What the band table holds for one row: its band keys and band sketch (`core::sketch`)
-//! under an index's settings, as band rows.
+//! under an index's settings, as band rows, and the two formats a band table stores them in.
 
 use crate::core::bands::band_keys;
 use crate::core::params::{Banding, Shingling};
@@ -36,4 +36,49 @@ pub(super) type BandRow = (Id, i64, [i64; 2]);
 /// The band row of key `key` of the row with id `id` and band sketch `sketch`.
 pub(super) fn band_row(id: &Id, key: i64, sketch: BandSketch) -> BandRow {
     (id.clone(), key, sketch.map(|w| w as i64))
+}
+
+/// How a band table stores the band rows of a row (docs/contract.md): the catalog's `format`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum BandFormat {
+    /// Format 1: a row per row and band, `(id, key, sketch1, sketch2)`, and one B-tree
+    /// `(key, id) INCLUDE (sketch1, sketch2)`.
+    PerBand,
+    /// Format 2: a row per row, `(id, sketch1, sketch2, key1, ..., key<bands>)`, a B-tree on
+    /// `id` and one on each `key<i>`.
+    PerRow,
+}
+
+impl BandFormat {
+    /// The format the catalog's `format` value names, if any.
+    pub(super) fn of_catalog(format: i32) -> Option<BandFormat> {
+        match format {
+            1 => Some(BandFormat::PerBand),
+            2 => Some(BandFormat::PerRow),
+            _ => None,
+        }
+    }
+
+    /// The band table's columns, in order, of an index of `bands` bands.
+    pub(super) fn columns(self, bands: usize) -> Vec<String> {
+        let fixed = match self {
+            BandFormat::PerBand => &["id", "key", "sketch1", "sketch2"][..],
+            BandFormat::PerRow => &["id", "sketch1", "sketch2"][..],
+        };
+        let keys = (1..=bands).filter(|_| self == BandFormat::PerRow);
+        fixed
+            .iter()
+            .map(|c| c.to_string())
+            .chain(keys.map(|i| format!("key{i}")))
+            .collect()
+    }
+
+    /// The column holding band `band`'s key (0-based), and of format 2 the key column whose
+    /// B-tree finds a row by its first band.
+    pub(super) fn key_column(self, band: usize) -> String {
+        match self {
+            BandFormat::PerBand => "key".into(),
+            BandFormat::PerRow => format!("key{}", band + 1),
+        }
+    }
 }

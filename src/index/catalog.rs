@@ -13,6 +13,7 @@ use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{qualified, regclass_name, Regclass};
 use crate::pg::tuple::{attnum, column};
 
+use super::band::BandFormat;
 use super::extension::Extension;
 use super::key::KeyType;
 use super::owner::relation_owner;
@@ -90,6 +91,8 @@ pub(super) struct IndexDef {
     pub(super) k: usize,
     pub(super) shingling: Shingling,
     pub(super) banding: Banding,
+    /// How the band table stores a row's band rows.
+    pub(super) format: BandFormat,
     pub(super) threshold: f64,
     /// The table and, if it is partitioned, every table of its partition tree (their relcache
     /// invalidations drop the cached index: a partition attached, detached or indexed).
@@ -130,7 +133,8 @@ impl IndexDef {
         format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band, {xmax}::pg_catalog.text::pg_catalog.int8, i.text_expression"
+                    i.rows_per_band, {xmax}::pg_catalog.text::pg_catalog.int8, i.text_expression,
+                    i.format"
         )
     }
 
@@ -178,6 +182,8 @@ impl IndexDef {
                 row.get::<f64>(7)?.expect("NOT NULL column"),
                 (int(8)?, int(9)?),
                 row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
+                // (NULL in the arguments of a sync trigger made before format 2)
+                row.get::<i32>(12)?.unwrap_or(1),
             ));
         }
         Ok(rows)
@@ -192,6 +198,7 @@ impl IndexDef {
             threshold,
             banding,
             xmax,
+            format,
         ) = row;
         // A row deleted since the snapshot was taken that names a band table dropped since: the
         // index was dropped (and maybe created again) while the statement waited for its lock.
@@ -210,6 +217,13 @@ impl IndexDef {
         // the column types taken from pg_attribute, never from the row.
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
         let threshold = check_threshold(threshold).or_raise();
+        let format = BandFormat::of_catalog(format).unwrap_or_else(|| {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("band table format {format} of the minhash index of {} is not 1 or 2", regclass_name(tbl)),
+                None,
+            )
+        });
         let id_type = column_type(tbl, &id_column);
         // SAFETY: a catalog lookup by OID and attribute number; InvalidOid for a band table
         // that is gone (writes then refuse it, lookups find no rows).
@@ -271,6 +285,7 @@ impl IndexDef {
             k,
             shingling,
             banding,
+            format,
             threshold,
             members: members.to_vec(),
         }
@@ -360,7 +375,8 @@ fn column_type(tbl: pg_sys::Oid, name: &str) -> pg_sys::Oid {
 }
 
 /// A catalog row as [`IndexDef::read`] reads it: (id column, text column, text
-/// expression), band table, (k, ngram, unit), threshold, (bands, rows per band), xmax.
+/// expression), band table, (k, ngram, unit), threshold, (bands, rows per band), xmax,
+/// format.
 type CatalogRow = (
     (String, Option<String>, Option<String>),
     pg_sys::Oid,
@@ -368,6 +384,7 @@ type CatalogRow = (
     f64,
     (i32, i32),
     i64,
+    i32,
 );
 
 /// `tbl` and, if it is partitioned, every table of its partition tree below it, each locked

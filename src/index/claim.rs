@@ -97,14 +97,14 @@ pub(super) fn take(band: pg_sys::Relation, id: &Id, rows: &mut [BandRow]) -> boo
     unsafe {
         check_file(band, &claim);
         for tid in &claim.tids {
-            if let Some(row) = fetch_own(band, *tid) {
-                live.push((*tid, row));
+            if let Some(rows) = fetch_own(band, *tid) {
+                live.push((*tid, rows));
             }
         }
     }
     // SAFETY: inside a transaction.
     let same_subxact = claim.subxact == unsafe { pg_sys::GetCurrentSubTransactionId() };
-    let mut found: Vec<BandRow> = live.iter().map(|(_, row)| row.clone()).collect();
+    let mut found: Vec<BandRow> = live.iter().flat_map(|(_, rows)| rows.clone()).collect();
     found.sort_unstable();
     rows.sort_unstable();
     if same_subxact && live.len() == claim.tids.len() && found == rows {
@@ -233,13 +233,16 @@ unsafe fn delete_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) {
     }
 }
 
-/// The band row `(id, key, sketch1, sketch2)` at `tid`, if this transaction wrote it and has not
-/// deleted it.
+/// The band rows `(id, key, [sketch1, sketch2])` of the band table's row at `tid` (of format 1
+/// one, of format 2 one per band), if this transaction wrote it and has not deleted it.
 ///
 /// # Safety
-/// `band` is a band table (its live columns an id and three int8s), open, in this transaction; `tid` was
-/// written to its current relfilenode.
-unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Option<BandRow> {
+/// `band` is a band table (its live columns an id and int8s), open, in this transaction; `tid`
+/// was written to its current relfilenode.
+unsafe fn fetch_own(
+    band: pg_sys::Relation,
+    tid: pg_sys::ItemPointerData,
+) -> Option<Vec<BandRow>> {
     // SAFETY: per the contract. The TID's block exists (nothing shrinks a relfilenode while a
     // transaction's own rows in it are live); heap_fetch checks the line pointer, and pins the
     // buffer only when it returns true.
@@ -256,30 +259,29 @@ unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Opt
         let own =
             pg_sys::TransactionIdIsCurrentTransactionId((*tuple.t_data).t_choice.t_heap.t_xmin);
         let desc = (*band).rd_att;
-        // the live columns in order: id (of its key type), key, sketch1, sketch2 (int8)
-        let mut values = Vec::with_capacity(4);
+        // the live columns by name: id (of its key type), then int8 columns: of format 1 key,
+        // sketch1, sketch2; of format 2 sketch1, sketch2, key1, key2, ...
+        // (a column is NULL only in a band table that is not ours, which no claim matches)
+        let (mut id, mut keys, mut sketch) = (None, Vec::new(), [i64::MIN; 2]);
         for (attr, attno) in compat::attributes(desc).iter().zip(1..) {
-            if attr.attisdropped || values.len() == 4 {
+            if attr.attisdropped {
                 continue;
             }
             let mut is_null = false;
             let value = pg_sys::heap_getattr(&mut tuple, attno, desc, &mut is_null);
-            values.push((!is_null).then_some((value, attr.atttypid)));
+            let int = if is_null { i64::MIN } else { value.value() as i64 };
+            match pgrx::name_data_to_str(&attr.attname) {
+                "id" if !is_null => id = Some(KeyType::of(attr.atttypid).id(value, attr.atttypid)),
+                "sketch1" => sketch[0] = int,
+                "sketch2" => sketch[1] = int,
+                name if name.starts_with("key") => keys.push(int),
+                _ => {}
+            }
         }
-        if values.len() < 4 {
-            pg_sys::ReleaseBuffer(buffer);
-            return None;
-        }
-        // (a column is NULL only in a band table that is not ours, which no claim matches)
-        let int =
-            |v: Option<(pg_sys::Datum, pg_sys::Oid)>| v.map_or(i64::MIN, |(d, _)| d.value() as i64);
-        let id = match values[0] {
-            Some((datum, typid)) => KeyType::of(typid).id(datum, typid),
-            None => Id::Int(i64::MIN),
-        };
-        let row = (id, int(values[1]), [int(values[2]), int(values[3])]);
+        let id = id.unwrap_or(Id::Int(i64::MIN));
+        let rows = keys.into_iter().map(|key| (id.clone(), key, sketch)).collect();
         pg_sys::ReleaseBuffer(buffer);
-        own.then_some(row)
+        own.then_some(rows)
     }
 }
 

@@ -19,7 +19,7 @@ use super::band::band_entry;
 use super::key::Id;
 use super::owner::{as_owner, relation_owner};
 use super::prepared::{with_prepared, with_prepared_args};
-use super::scan::{BandIndex, RowIndex};
+use super::scan::RowIndex;
 use super::spi::{for_each_spi_row, for_each_text_row};
 
 /// What one lookup did, step by step (`minhash_explain` shows it).
@@ -27,8 +27,10 @@ use super::spi::{for_each_spi_row, for_each_text_row};
 pub(super) struct Trace {
     /// The band keys probed: one per band, none for a text without shingles.
     pub(super) keys: usize,
-    /// The band table's index read directly, or None for its SQL query, as the owner.
+    /// The band table's index read directly (the first of them), or None for its SQL query, as
+    /// the owner; how many it reads.
     pub(super) band_index: Option<pg_sys::Oid>,
+    pub(super) band_indexes: usize,
     /// The band rows sharing a key with the text (other than the excluded row's).
     pub(super) band_rows: usize,
     /// The sketch bits a band row must share with the text's to be verified (of at most 128).
@@ -97,7 +99,7 @@ pub(super) fn traced(
             ids.push(id);
         }
     };
-    let band_index = cfg.placement.band_index().filter(BandIndex::usable);
+    let band_index = cfg.placement.band_index().filter(|index| index.usable());
     let probed = keys.len();
     // The band table is private to the table's owner: read it directly (the caller's
     // right to see the results was checked by the caller of `similar`), or through SQL as
@@ -126,6 +128,7 @@ pub(super) fn traced(
     *trace = Trace {
         keys: probed,
         band_index: band_index.map(|index| index.oid()),
+        band_indexes: band_index.map_or(0, |index| index.count()),
         band_rows,
         min_bits,
         passed,

@@ -22,12 +22,13 @@ use pgrx::PgMemoryContexts;
 use crate::pg::compat;
 use crate::pg::tuple::attnum;
 
+use super::band::BandFormat;
 use super::key::{Id, KeyType};
 use super::text::{utf8, TextReader, TextSource};
 
 /// A B-tree of `table` that a lookup reads directly.
 #[derive(Clone, Copy)]
-struct DirectIndex {
+pub(super) struct DirectIndex {
     table: pg_sys::Oid,
     index: pg_sys::Oid,
 }
@@ -194,49 +195,110 @@ impl DirectIndex {
     }
 }
 
-/// A band table's B-tree whose first key column is `key` and whose columns include `id`,
-/// `sketch1` and `sketch2`: where a lookup finds candidates.
-#[derive(Clone, Copy)]
-pub(super) struct BandIndex {
-    direct: DirectIndex,
-    /// Positions of `id`, `sketch1` and `sketch2` among the index's columns.
-    columns: [usize; 3],
-    /// The type of `id`.
-    key: KeyType,
+/// The B-trees of a band table through which a lookup finds candidates: of format 1, the one
+/// whose first key column is `key` and whose columns include `id`, `sketch1` and `sketch2`; of
+/// format 2, one whose first key column is `key<i>` for each band i.
+#[derive(Clone)]
+pub(super) enum BandIndex {
+    PerBand {
+        direct: DirectIndex,
+        /// Positions of `id`, `sketch1` and `sketch2` among the index's columns.
+        columns: [usize; 3],
+        /// The type of `id`.
+        key: KeyType,
+    },
+    PerRow {
+        /// Band i's B-tree.
+        bands: Vec<DirectIndex>,
+        /// Attribute numbers of `id`, `sketch1` and `sketch2` in the band table.
+        columns: [i16; 3],
+        key: KeyType,
+    },
 }
 
 impl BandIndex {
-    /// The fitting B-tree of `band_table`, if it has one.
-    pub(super) fn find(band_table: pg_sys::Oid, key_type: KeyType) -> Option<BandIndex> {
-        let [key, id, sketch1, sketch2] =
-            ["key", "id", "sketch1", "sketch2"].map(|name| attnum(band_table, name));
-        let (direct, columns) = DirectIndex::find(band_table, |attnums, _, _, first| {
-            let position = |attnum| attnums.iter().position(|&a| a == attnum);
-            (attnums.first() == Some(&key)
-                && key != 0
-                && first.family == pg_sys::INTEGER_BTREE_FAM_OID)
-                .then(|| Some([position(id)?, position(sketch1)?, position(sketch2)?]))
-                .flatten()
-        })?;
-        Some(BandIndex {
-            direct,
-            columns,
-            key: key_type,
-        })
+    /// The fitting B-trees of `band_table` (of format `format`, with `bands` bands), if it has
+    /// them.
+    pub(super) fn find(
+        band_table: pg_sys::Oid,
+        key_type: KeyType,
+        format: BandFormat,
+        bands: usize,
+    ) -> Option<BandIndex> {
+        let led_by = |column: &str| {
+            let attnum = attnum(band_table, column);
+            move |attnums: &[i16], first: &FirstColumn| {
+                attnum != 0
+                    && attnums.first() == Some(&attnum)
+                    && first.family == pg_sys::INTEGER_BTREE_FAM_OID
+            }
+        };
+        let [id, sketch1, sketch2] = ["id", "sketch1", "sketch2"].map(|c| attnum(band_table, c));
+        match format {
+            BandFormat::PerBand => {
+                let key = led_by("key");
+                let (direct, columns) = DirectIndex::find(band_table, |attnums, _, _, first| {
+                    let position = |attnum| attnums.iter().position(|&a| a == attnum);
+                    key(attnums, &first)
+                        .then(|| Some([position(id)?, position(sketch1)?, position(sketch2)?]))
+                        .flatten()
+                })?;
+                Some(BandIndex::PerBand {
+                    direct,
+                    columns,
+                    key: key_type,
+                })
+            }
+            BandFormat::PerRow => {
+                if id == 0 || sketch1 == 0 || sketch2 == 0 {
+                    return None;
+                }
+                let bands = (0..bands)
+                    .map(|band| {
+                        let key = led_by(&format.key_column(band));
+                        DirectIndex::find(band_table, |attnums, _, _, first| {
+                            key(attnums, &first).then_some(())
+                        })
+                        .map(|(direct, ())| direct)
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Some(BandIndex::PerRow {
+                    bands,
+                    columns: [id, sketch1, sketch2],
+                    key: key_type,
+                })
+            }
+        }
     }
 
+    /// The B-tree a lookup reads first.
     pub(super) fn oid(&self) -> pg_sys::Oid {
-        self.direct.index
+        match self {
+            BandIndex::PerBand { direct, .. } => direct.index,
+            BandIndex::PerRow { bands, .. } => bands.first().map_or(pg_sys::InvalidOid, |d| d.index),
+        }
     }
 
-    /// Whether a lookup may read this index directly now. The band table is private to the
+    /// How many B-trees a lookup reads.
+    pub(super) fn count(&self) -> usize {
+        match self {
+            BandIndex::PerBand { .. } => 1,
+            BandIndex::PerRow { bands, .. } => bands.len(),
+        }
+    }
+
+    /// Whether a lookup may read these B-trees directly now. The band table is private to the
     /// table's owner: whoever calls this has checked that the results may be shown.
     pub(super) fn usable(&self) -> bool {
-        self.direct.usable()
+        match self {
+            BandIndex::PerBand { direct, .. } => direct.usable(),
+            BandIndex::PerRow { bands, .. } => bands.first().is_some_and(DirectIndex::usable),
+        }
     }
 
-    /// Calls `row(id, [sketch1, sketch2])` for every band row with one of `keys` that the active
-    /// snapshot sees, once per matching band row. Only after [`BandIndex::usable`].
+    /// Calls `row(id, [sketch1, sketch2])` for every band row with one of `keys` (band `i`'s key
+    /// `keys[i]`) that the active snapshot sees, once per matching band row. Only after
+    /// [`BandIndex::usable`].
     pub(super) fn scan(&self, keys: &[i64], mut row: impl FnMut(Id, [u64; 2])) {
         // SAFETY: after `usable`, under the active snapshot.
         unsafe {
@@ -253,7 +315,8 @@ impl BandIndex {
     /// is committed and not deleted, or written by this transaction, or written or being
     /// deleted by a transaction still in progress (`writer`: its id). This is how a constraint
     /// check sees an index (`check_exclusion_or_unique_constraint`): with a dirty snapshot.
-    /// Entries whose id `wanted` refuses are skipped before their heap tuple is read.
+    /// Entries whose id `wanted` refuses are skipped (of format 1 before their heap tuple is
+    /// read).
     pub(super) fn scan_dirty(
         &self,
         keys: &[i64],
@@ -275,70 +338,150 @@ impl BandIndex {
         snapshot: pg_sys::Snapshot,
         keys: &[i64],
         wanted: impl Fn(&Id) -> bool,
-        mut row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
+        row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
     ) {
-        let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
-        let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
-        // one index entry's columns, sized at the first key
-        let (mut values, mut nulls) = (Vec::new(), Vec::new());
-        let int8_equality = Equality {
-            proc: pg_sys::Oid::from(pg_sys::F_INT8EQ),
-            collation: pg_sys::InvalidOid,
-        };
-        // SAFETY: per the contract; the index's first column is `key`, an int8, and `id` is of
-        // type `self.key`. An entry is read only while the scan is positioned on it; a dirty
-        // snapshot's xmin and xmax describe the heap tuple fetched last.
+        // SAFETY: per the contract.
         unsafe {
-            self.direct
-                .scan(snapshot, true, int8_equality, keys, |scan, heap, slot| {
-                    let natts = (*(*scan).xs_itupdesc).natts as usize;
-                    values.resize(natts, pg_sys::Datum::from(0));
-                    nulls.resize(natts, false);
-                    loop {
-                        pg_sys::check_for_interrupts!();
-                        let tid = pg_sys::index_getnext_tid(
-                            scan,
-                            pg_sys::ScanDirection::ForwardScanDirection,
-                        );
-                        if tid.is_null() {
-                            break;
-                        }
-                        pg_sys::index_deform_tuple(
-                            (*scan).xs_itup,
-                            (*scan).xs_itupdesc,
-                            values.as_mut_ptr(),
-                            nulls.as_mut_ptr(),
-                        );
-                        let [id, s1, s2] = self.columns;
-                        if nulls[id] || nulls[s1] || nulls[s2] {
-                            continue;
-                        }
-                        let int = |i: usize| values[i].value() as u64;
-                        let (id, sketch) =
-                            (self.key.id(values[id], pg_sys::INT8OID), [int(s1), int(s2)]);
-                        if !wanted(&id) {
-                            continue;
-                        }
-                        let block = pgrx::itemptr::item_pointer_get_block_number(tid);
-                        let all_visible =
-                            pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer) as u32
-                                & pg_sys::VISIBILITYMAP_ALL_VISIBLE
-                                != 0;
-                        // as an index-only scan: the heap decides only where the page is not
-                        // all-visible (an all-visible row is committed, its writer long done)
-                        let mut writer = None;
-                        if !all_visible {
-                            if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
-                                continue;
-                            }
-                            writer = in_progress_write(snapshot).map(|(xid, _)| xid);
-                        }
-                        row(id, sketch, writer);
-                    }
-                });
-            if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
-                pg_sys::ReleaseBuffer(vm_buffer);
+            match self {
+                BandIndex::PerBand {
+                    direct,
+                    columns,
+                    key,
+                } => scan_per_band(direct, *columns, *key, snapshot, keys, wanted, row),
+                BandIndex::PerRow {
+                    bands,
+                    columns,
+                    key,
+                } => scan_per_row(bands, *columns, *key, snapshot, keys, wanted, row),
             }
+        }
+    }
+}
+
+/// The equality of a band key column (int8).
+fn int8_equality() -> Equality {
+    Equality {
+        proc: pg_sys::Oid::from(pg_sys::F_INT8EQ),
+        collation: pg_sys::InvalidOid,
+    }
+}
+
+/// [`BandIndex::scan_under`] of format 1: the entries of `direct` with each of `keys`, read as
+/// an index-only scan reads them (the heap only where the page is not all-visible).
+///
+/// # Safety
+/// As for [`BandIndex::scan_under`]; `direct` is a band table's `(key, ...)` B-tree whose
+/// columns `columns` are `id` (of type `key`), `sketch1` and `sketch2`.
+unsafe fn scan_per_band(
+    direct: &DirectIndex,
+    columns: [usize; 3],
+    key: KeyType,
+    snapshot: pg_sys::Snapshot,
+    keys: &[i64],
+    wanted: impl Fn(&Id) -> bool,
+    mut row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
+) {
+    let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+    let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
+    // one index entry's columns, sized at the first key
+    let (mut values, mut nulls) = (Vec::new(), Vec::new());
+    // SAFETY: per the contract. An entry is read only while the scan is positioned on it; a
+    // dirty snapshot's xmin and xmax describe the heap tuple fetched last.
+    unsafe {
+        direct.scan(snapshot, true, int8_equality(), keys, |scan, heap, slot| {
+            let natts = (*(*scan).xs_itupdesc).natts as usize;
+            values.resize(natts, pg_sys::Datum::from(0));
+            nulls.resize(natts, false);
+            loop {
+                pg_sys::check_for_interrupts!();
+                let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                if tid.is_null() {
+                    break;
+                }
+                pg_sys::index_deform_tuple(
+                    (*scan).xs_itup,
+                    (*scan).xs_itupdesc,
+                    values.as_mut_ptr(),
+                    nulls.as_mut_ptr(),
+                );
+                let [id, s1, s2] = columns;
+                if nulls[id] || nulls[s1] || nulls[s2] {
+                    continue;
+                }
+                let int = |i: usize| values[i].value() as u64;
+                let (id, sketch) = (key.id(values[id], pg_sys::INT8OID), [int(s1), int(s2)]);
+                if !wanted(&id) {
+                    continue;
+                }
+                let block = pgrx::itemptr::item_pointer_get_block_number(tid);
+                let all_visible = pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer)
+                    as u32
+                    & pg_sys::VISIBILITYMAP_ALL_VISIBLE
+                    != 0;
+                // as an index-only scan: the heap decides only where the page is not
+                // all-visible (an all-visible row is committed, its writer long done)
+                let mut writer = None;
+                if !all_visible {
+                    if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
+                        continue;
+                    }
+                    writer = in_progress_write(snapshot).map(|(xid, _)| xid);
+                }
+                row(id, sketch, writer);
+            }
+        });
+        if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+            pg_sys::ReleaseBuffer(vm_buffer);
+        }
+    }
+}
+
+/// [`BandIndex::scan_under`] of format 2: for each band i, the rows that band i's B-tree finds
+/// under `keys[i]`, read from the band table.
+///
+/// # Safety
+/// As for [`BandIndex::scan_under`]; `bands[i]` is a B-tree led by band i's key column of a
+/// band table whose attributes `columns` are `id` (of type `key`), `sketch1` and `sketch2`.
+unsafe fn scan_per_row(
+    bands: &[DirectIndex],
+    columns: [i16; 3],
+    key: KeyType,
+    snapshot: pg_sys::Snapshot,
+    keys: &[i64],
+    wanted: impl Fn(&Id) -> bool,
+    mut row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
+) {
+    let last = columns.iter().copied().max().unwrap_or(0);
+    // SAFETY: per the contract. A heap tuple is read while the slot holds it; a dirty
+    // snapshot's xmin and xmax describe the heap tuple fetched last.
+    unsafe {
+        for (direct, &band_key) in bands.iter().zip(keys) {
+            let keys = [pg_sys::Datum::from(band_key)];
+            direct.scan(snapshot, false, int8_equality(), keys, |scan, _, slot| loop {
+                pg_sys::check_for_interrupts!();
+                let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                if tid.is_null() {
+                    break;
+                }
+                if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
+                    continue;
+                }
+                pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
+                let value = |attnum: i16| {
+                    let i = attnum as usize - 1;
+                    (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
+                };
+                let [id, s1, s2] = columns.map(value);
+                let (Some(id), Some(s1), Some(s2)) = (id, s1, s2) else {
+                    continue;
+                };
+                let id = key.id(id, key.oid);
+                if !wanted(&id) {
+                    continue;
+                }
+                let writer = in_progress_write(snapshot).map(|(xid, _)| xid);
+                row(id, [s1.value() as u64, s2.value() as u64], writer);
+            });
         }
     }
 }

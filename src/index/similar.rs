@@ -21,7 +21,7 @@ use super::access::Index;
 use super::key::Id;
 use super::lookup::{self, Trace};
 use super::params::{checked_threshold, notice_low_threshold};
-use super::scan::{BandIndex, RowIndex};
+use super::scan::RowIndex;
 
 /// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
 /// the index's) and the most rows to return per text (NULL: all).
@@ -299,7 +299,7 @@ fn _minhash_direct_reads(
     // SAFETY: as in minhash_similar.
     let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
     let cfg = Spi::connect(|client| Index::get(client, fn_oid, tbl.0));
-    let band = cfg.placement.band_index().filter(BandIndex::usable);
+    let band = cfg.placement.band_index().filter(|index| index.usable());
     let rows = cfg.placement.row_index().filter(RowIndex::readable);
     TableIterator::once((
         band.and_then(|index| qualified(index.oid())),
@@ -353,8 +353,12 @@ fn explained(cfg: &Index, threshold: f64, trace: &Trace) -> Vec<String> {
         lines.push("  No band keys: a NULL text, or one without shingles, matches no row".into());
         return lines;
     }
+    let more = match trace.band_indexes {
+        n if n > 1 && trace.band_index.is_some() => format!(" and {} more, one per band", n - 1),
+        _ => String::new(),
+    };
     lines.push(format!(
-        "  Band keys probed: {}, {}",
+        "  Band keys probed: {}, {}{more}",
         trace.keys,
         read(trace.band_index)
     ));

@@ -40,7 +40,7 @@ use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 
 use super::access::Index;
-use super::band::{band_entry, band_row, BandRow};
+use super::band::{band_entry, band_row};
 use super::catalog::refuse_newer_index;
 use super::citus::{self, Shard};
 use super::claim;
@@ -364,7 +364,7 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
     }
     ids.sort_unstable();
     ids.dedup();
-    let mut rows: Vec<BandRow> = Vec::new();
+    let mut rows: Vec<(Id, Vec<i64>, BandSketch)> = Vec::new();
     for chunk in ids.chunks(INSERT_BATCH) {
         pg_sys::check_for_interrupts!();
         let (arg, arg_type) = cfg.def.key.array_arg(chunk);
@@ -376,8 +376,8 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
                     if let Some((keys, sketch)) =
                         band_entry(text, cfg.def.k, cfg.def.shingling, cfg.def.banding)
                     {
-                        room(&mut rows, keys.len());
-                        rows.extend(keys.into_iter().map(|key| band_row(&id, key, sketch)));
+                        room(&mut rows, 1);
+                        rows.push((id, keys, sketch));
                     }
                 })
             })
@@ -386,8 +386,10 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
     for id in &ids {
         claim::release_all(band.rel, id);
     }
-    room(&mut seen, rows.len());
-    seen.extend(rows.iter().map(|(id, key, _)| (id.clone(), *key)));
+    for (id, keys, _) in &rows {
+        room(&mut seen, keys.len());
+        seen.extend(keys.iter().map(|&key| (id.clone(), key)));
+    }
     seen.sort_unstable();
     seen.dedup();
     let (mut delete_ids, mut delete_keys) = (Vec::new(), Vec::new());
@@ -400,8 +402,8 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
     }
     band.delete(&mut delete_ids, &mut delete_keys);
     let mut writer = band.writer(false);
-    for row in rows {
-        writer.push(row);
+    for (id, keys, sketch) in rows {
+        writer.push(&id, &keys, sketch);
     }
     writer.close();
 }
@@ -647,18 +649,16 @@ unsafe fn insert_band_rows(
             let Some(id) = &row.id else {
                 null_id(cfg, band);
             };
-            rows.clear();
-            rows.extend(keys.into_iter().map(|key| band_row(id, key, sketch)));
             // a flag trigger may have written them already (see `claim`)
             if claimed {
+                rows.clear();
+                rows.extend(keys.iter().map(|&key| band_row(id, key, sketch)));
                 if pairs.is_none() && claim::take(band.rel, id, &mut rows) {
                     return;
                 }
                 claim::release(band.rel, id);
             }
-            for row in rows.drain(..) {
-                writer.push(row);
-            }
+            writer.push(id, &keys, sketch);
         });
     }
     writer.close();

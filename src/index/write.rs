@@ -8,13 +8,14 @@ use std::ffi::c_int;
 use pgrx::prelude::*;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
+use crate::core::bands::band_of_key;
 use crate::core::sketch::BandSketch;
 use crate::pg::compat;
 use crate::pg::error::raise;
 use crate::pg::names::{qualified_name, qualified_type_name, quote_ident_str, regclass_name};
 
 use super::access::Index;
-use super::band::{band_row, BandRow};
+use super::band::BandFormat;
 use super::catalog::refuse_newer_index;
 use super::citus::Shard;
 use super::claim;
@@ -25,9 +26,6 @@ use super::restore::{self, only_load_trigger};
 
 /// Band rows gathered before one `INSERT` writes them.
 pub(super) const INSERT_BATCH: usize = 10_000;
-
-/// The band table's columns, in order, as `minhash_index_create` makes them.
-const BAND_COLUMNS: [&str; 4] = ["id", "key", "sketch1", "sketch2"];
 
 /// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
 /// by `owner`, indexed by extension `ext`) now, as a claim (see `claim`): for
@@ -43,9 +41,7 @@ pub(super) fn claim_band_rows(
     unsafe {
         let band = BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext);
         let mut writer = band.writer(true);
-        for &key in keys {
-            writer.push(band_row(id, key, sketch));
-        }
+        writer.push(id, keys, sketch);
         let tids = writer.close();
         claim::record(band.rel, id, tids);
         band.close();
@@ -73,6 +69,8 @@ pub(super) struct BandTable {
     pub(super) rel: pg_sys::Relation,
     /// The type of its id column.
     key: KeyType,
+    format: BandFormat,
+    bands: usize,
 }
 
 impl BandTable {
@@ -150,9 +148,10 @@ impl BandTable {
             }
             // (a dropped column stays in the descriptor)
             let live: Vec<_> = columns.iter().filter(|a| !a.attisdropped).collect();
+            let expected = cfg.def.format.columns(cfg.def.banding.bands);
             // (the id in its key type, bigint for integer keys)
-            let same_columns = live.len() == BAND_COLUMNS.len()
-                && live.iter().zip(BAND_COLUMNS).all(|(a, name)| {
+            let same_columns = live.len() == expected.len()
+                && live.iter().zip(&expected).all(|(a, name)| {
                     a.atttypid
                         == if name == "id" {
                             cfg.def.key.oid
@@ -164,12 +163,17 @@ impl BandTable {
                         && pgrx::name_data_to_str(&a.attname) == name
                 });
             if !same_columns {
-                altered("has other columns than (id, key, sketch1, sketch2) of their types");
+                altered(&format!(
+                    "has other columns than ({}) of their types",
+                    expected.join(", ")
+                ));
             }
             BandTable {
                 tbl,
                 rel,
                 key: cfg.def.key,
+                format: cfg.def.format,
+                bands: cfg.def.banding.bands,
             }
         }
     }
@@ -207,12 +211,23 @@ impl BandTable {
 
     /// A writer of new band rows; `tids`: it returns where the rows went.
     pub(super) fn writer(&self, tids: bool) -> BandWriter {
-        BandWriter::new(self.rel, self.key, tids)
+        BandWriter::new(self.rel, self.key, (self.format, self.bands), tids)
     }
 
-    /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors.
+    /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors: of format 2, the
+    /// rows of id `ids[i]` whose first band's key is `keys[i]` (the keys of other bands find
+    /// none).
     pub(super) fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>) {
+        if self.format == BandFormat::PerRow {
+            let (kept_ids, kept_keys) = std::mem::take(ids)
+                .into_iter()
+                .zip(std::mem::take(keys))
+                .filter(|&(_, key)| band_of_key(key as u64) == 0)
+                .unzip();
+            (*ids, *keys) = (kept_ids, kept_keys);
+        }
         if ids.is_empty() {
+            keys.clear();
             return;
         }
         // SAFETY: the relation is open.
@@ -222,8 +237,9 @@ impl BandTable {
         let sql = format!(
             "DELETE FROM {band} b
              USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2)) AS o(id, key)
-             WHERE b.key OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
+             WHERE b.{key} OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
             id_array = qualified_type_name(id_array_type),
+            key = self.format.key_column(0),
         );
         ids.clear();
         let args = [id_array, std::mem::take(keys).into()];
@@ -297,46 +313,79 @@ fn spi_write_failed(e: pgrx::spi::Error) -> ! {
 pub(super) struct BandWriter {
     band: pg_sys::Oid,
     key: KeyType,
+    format: BandFormat,
     /// The INSERT, with `RETURNING ctid` when the TIDs are wanted.
     sql: String,
     ids: Vec<Id>,
-    columns: [Vec<i64>; 3],
+    /// Of format 1 the key of each row; of format 2 the keys of each row, one after another.
+    keys: Vec<i64>,
+    sketches: [Vec<i64>; 2],
     /// Where the rows went, if asked for (`claim_band_rows`).
     tids: Option<Vec<pg_sys::ItemPointerData>>,
 }
 
 impl BandWriter {
     /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
-    /// `key`; `tids`: `close` returns where the rows went (`RETURNING ctid`).
-    pub(super) fn new(band: pg_sys::Relation, key: KeyType, tids: bool) -> BandWriter {
+    /// `key`, of format `format` with `bands` bands; `tids`: `close` returns where the rows
+    /// went (`RETURNING ctid`).
+    fn new(
+        band: pg_sys::Relation,
+        key: KeyType,
+        (format, bands): (BandFormat, usize),
+        tids: bool,
+    ) -> BandWriter {
         // SAFETY: the relation is open.
         let band = unsafe { (*band).rd_id };
         // SAFETY: a catalog lookup of the array type of an existing type.
         let id_array = qualified_type_name(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
+        let returning = if tids { " RETURNING ctid" } else { "" };
         // (the statement is kept by its text, which names the id type)
-        let sql = format!(
-            "INSERT INTO {} (id, key, sketch1, sketch2)
-             SELECT pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2),
-                    pg_catalog.unnest($3), pg_catalog.unnest($4){}",
-            qualified_name(band),
-            if tids { " RETURNING ctid" } else { "" }
-        );
+        let sql = match format {
+            BandFormat::PerBand => format!(
+                "INSERT INTO {} (id, key, sketch1, sketch2)
+                 SELECT pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($4),
+                        pg_catalog.unnest($2), pg_catalog.unnest($3){returning}",
+                qualified_name(band),
+            ),
+            // (row n's keys are $4[(n - 1) * bands + 1 ...])
+            BandFormat::PerRow => format!(
+                "INSERT INTO {} ({})
+                 SELECT u.id, u.sketch1, u.sketch2, {}
+                 FROM ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2),
+                                 pg_catalog.unnest($3)) WITH ORDINALITY u(id, sketch1, sketch2, n){returning}",
+                qualified_name(band),
+                format.columns(bands).join(", "),
+                (1..=bands)
+                    .map(|i| format!("$4[((u.n - 1) * {bands} + {i})::pg_catalog.int4]"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        };
         BandWriter {
             band,
             key,
+            format,
             sql,
             ids: Vec::new(),
-            columns: Default::default(),
+            keys: Vec::new(),
+            sketches: Default::default(),
             tids: tids.then(Vec::new),
         }
     }
 
-    /// Queues one band row.
-    pub(super) fn push(&mut self, (id, key, sketch): BandRow) {
-        self.ids.push(id);
-        for (column, value) in self.columns.iter_mut().zip([key, sketch[0], sketch[1]]) {
-            column.push(value);
+    /// Queues the band rows of the row with id `id`, band keys `keys` and band sketch `sketch`.
+    pub(super) fn push(&mut self, id: &Id, keys: &[i64], sketch: BandSketch) {
+        let rows = match self.format {
+            BandFormat::PerBand => keys.len(),
+            BandFormat::PerRow => 1,
+        };
+        for _ in 0..rows {
+            self.ids.push(id.clone());
+            for (column, value) in self.sketches.iter_mut().zip(sketch) {
+                column.push(value as i64);
+            }
         }
+        self.keys.extend_from_slice(keys);
         if self.ids.len() >= INSERT_BATCH {
             self.flush();
         }
@@ -348,8 +397,9 @@ impl BandWriter {
             return;
         }
         let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
-        let [b, c, d] = std::mem::take(&mut self.columns);
-        let args = [ids, b.into(), c.into(), d.into()];
+        let [s1, s2] = std::mem::take(&mut self.sketches);
+        let keys = std::mem::take(&mut self.keys);
+        let args = [ids, s1.into(), s2.into(), keys.into()];
         let int8_array = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
         let types = [id_array_type, int8_array, int8_array, int8_array];
         let tids = &mut self.tids;
