@@ -124,7 +124,145 @@ BEGIN
 END $$;
 
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_create(
+-- Indexes may be of band table format 2 (format => 2), and minhash_index_rebuild converts one
+-- to the other (docs/contract.md).
+ALTER TABLE @extschema@.minhash_indexes DROP CONSTRAINT minhash_indexes_format_check,
+    ADD CONSTRAINT minhash_indexes_format_check CHECK (format IN (1, 2));
+COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'format of the band table: 1, a row per row and band; 2, a row per row (signatures of format minhash_format_version() in both)';
+DROP FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int, text);
+DROP FUNCTION @extschema@.minhash_index_rebuild(regclass);
+CREATE FUNCTION minhash_internal._minhash_band_columns(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.format = 1 THEN 'id, key, sketch1, sketch2'
+                ELSE 'id, sketch1, sketch2, ' || (SELECT string_agg('key' || i, ', ' ORDER BY i)
+                                                  FROM generate_series(1, cfg.bands) i) END
+$$;
+
+CREATE FUNCTION minhash_internal._minhash_band_insert_sql(cfg @extschema@.minhash_indexes, source text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
+                ELSE format(
+        'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
+         FROM (SELECT d.%2$I::%10$s AS id,
+                      minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+               FROM %8$s d OFFSET 0) s
+         WHERE s.v IS NOT NULL',
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source,
+        (SELECT string_agg(format('s.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
+        minhash_internal._minhash_band_id_type(cfg.band_table)) END
+$$;
+
+CREATE FUNCTION minhash_internal._minhash_band_rows_of(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.format = 1 THEN cfg.band_table::text ELSE format(
+        '(SELECT w.id, k.key, w.sketch1, w.sketch2 FROM %s w
+          CROSS JOIN LATERAL pg_catalog.unnest(ARRAY[%s]) k(key))',
+        cfg.band_table,
+        (SELECT string_agg('w.key' || i, ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
+$$;
+
+CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
+RETURNS int
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF format IS NULL OR format NOT IN (1, 2) THEN
+        RAISE EXCEPTION 'format must be 1 or 2, got %', coalesce(format::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF format = 2 AND bands > 64 THEN
+        RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
+            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1, or fewer bands.';
+    ELSIF format = 2 AND citus_kind IS NOT NULL THEN
+        RAISE EXCEPTION 'format 2 is not available for a Citus table'
+            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1.';
+    END IF;
+    RETURN format;
+END $$;
+
+CREATE FUNCTION minhash_internal._minhash_band_indexes(cfg @extschema@.minhash_indexes)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    i int;
+BEGIN
+    IF cfg.format = 1 THEN
+        EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', cfg.band_table);
+        RETURN;
+    END IF;
+    EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
+    FOR i IN 1..cfg.bands LOOP
+        EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
+    END LOOP;
+END $$;
+
+CREATE FUNCTION minhash_internal._minhash_band_reshape(cfg @extschema@.minhash_indexes, target int)
+RETURNS @extschema@.minhash_indexes
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    idx regclass;
+    columns text;
+BEGIN
+    FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
+        EXECUTE format('DROP INDEX %s', idx);
+    END LOOP;
+    SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a
+    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
+    EXECUTE format('ALTER TABLE %s %s, ADD COLUMN %s', cfg.band_table, columns,
+                   CASE WHEN target = 1
+                        THEN 'key bigint NOT NULL, ADD COLUMN sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL'
+                        ELSE 'sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL, '
+                             || (SELECT string_agg(format('ADD COLUMN key%s bigint NOT NULL', i), ', ' ORDER BY i)
+                                 FROM generate_series(1, cfg.bands) i) END);
+    UPDATE @extschema@.minhash_indexes i SET format = target WHERE i.band_table = cfg.band_table;
+    cfg.format := target;
+    PERFORM minhash_internal._minhash_band_indexes(cfg);
+    RETURN cfg;
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass, format int DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+BEGIN
+    -- Writers wait until this transaction commits. The band rows are deleted rather than
+    -- truncated: a lookup that holds the band table while it waits to write the table keeps
+    -- its lock and goes on once this commits (a TRUNCATE would wait for it: a deadlock), and a
+    -- REPEATABLE READ writer whose snapshot is older gets a serialization failure instead of
+    -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
+    -- 42501 otherwise.)
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', cfg.tbl);
+    PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
+        'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
+        cfg.band_table));
+    -- Of another format, the emptied band table is made one of `format` (docs/contract.md).
+    IF format IS NOT NULL AND format IS DISTINCT FROM cfg.format THEN
+        PERFORM minhash_internal._minhash_check_format(format, cfg.bands,
+                                                       (minhash_internal._minhash_citus_table(cfg.tbl)).kind);
+        cfg := minhash_internal._minhash_band_reshape(cfg, format);
+    END IF;
+    RETURN minhash_internal._minhash_backfill(cfg.band_table);
+END $$;
+
+CREATE FUNCTION @extschema@.minhash_index_create(
     tbl regclass,
     id_column name,
     text_column name DEFAULT NULL,
@@ -134,7 +272,8 @@ CREATE OR REPLACE FUNCTION @extschema@.minhash_index_create(
     threshold float8 DEFAULT 0.8,
     bands int DEFAULT NULL,
     rows_per_band int DEFAULT NULL,
-    text_expression text DEFAULT NULL)
+    text_expression text DEFAULT NULL,
+    format int DEFAULT 1)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -152,9 +291,10 @@ DECLARE
     cfg @extschema@.minhash_indexes;
     grantee text;
     citus record;
+    band_format int;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
-       OR unit IS NULL OR threshold IS NULL THEN
+       OR unit IS NULL OR threshold IS NULL OR format IS NULL THEN
         RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -347,13 +487,20 @@ BEGIN
         RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
             USING ERRCODE = 'duplicate_table';
     END IF;
+    -- Format 1: one row per row and band, one B-tree; format 2: one row per row, its band keys
+    -- side by side, each band's keys in a B-tree of their own (docs/contract.md).
+    band_format := minhash_internal._minhash_check_format(format, bands, citus.kind);
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
-    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, key bigint NOT NULL,
-                    sketch1 bigint NOT NULL, sketch2 bigint NOT NULL)',
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
-                   rel.nspname, band_name, band_id_type);
+                   rel.nspname, band_name, band_id_type,
+                   CASE WHEN band_format = 1
+                        THEN 'key bigint NOT NULL, sketch1 bigint NOT NULL, sketch2 bigint NOT NULL'
+                        ELSE 'sketch1 bigint NOT NULL, sketch2 bigint NOT NULL, '
+                             || (SELECT string_agg(format('key%s bigint NOT NULL', i), ', ' ORDER BY i)
+                                 FROM generate_series(1, bands) i) END);
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -376,7 +523,7 @@ BEGIN
     PERFORM minhash_internal._minhash_link_band_table(tbl, band);
 
     cfg := ROW(tbl, id_column, text_column, band, k, ngram, unit, threshold, bands,
-               rows_per_band, now(), @extschema@.minhash_format_version(), text_expression,
+               rows_per_band, now(), band_format, text_expression,
                CASE WHEN rel.relkind = 'p'
                     THEN ARRAY(SELECT minhash_internal._minhash_partitions(tbl)) END);
     INSERT INTO @extschema@.minhash_indexes SELECT cfg.*;
@@ -389,14 +536,9 @@ BEGIN
     FROM minhash_internal._minhash_partitions(tbl) p;
 
     PERFORM minhash_internal._minhash_backfill(band);
-    -- A lookup reads and filters candidates from this index alone (an index-only scan); the
-    -- sync trigger deletes band rows through it. It is not unique: a flag trigger writes a
-    -- row's band rows before it checks the row (src/index/claim.rs), while band rows of the
-    -- row's id may still be there. The band table's replica identity is its whole row (four
-    -- columns), so UPDATE and DELETE on the table work under a publication that includes the
-    -- band table. PostgreSQL builds the index and analyzes the band table as the band table's
-    -- owner.
-    EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', band);
+    PERFORM minhash_internal._minhash_band_indexes(cfg);
+    -- The band table's replica identity is its whole row, so UPDATE and DELETE on the table
+    -- work under a publication that includes the band table.
     EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
@@ -410,6 +552,78 @@ BEGIN
         EXECUTE format('ANALYZE %s', band);
     END IF;
     RETURN band;
+END $$;
+COMMENT ON FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int, text, int) IS 'create a managed MinHash index on a table''s text column or text expression and fill it';
+COMMENT ON FUNCTION @extschema@.minhash_index_rebuild(regclass, int) IS 'rebuild a table''s managed MinHash index from its rows';
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_backfill(band regclass, source regclass DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(band);
+    tbl regclass := cfg.tbl;
+    total bigint;
+    chunk bigint;
+    done bigint := 0;
+    n bigint;
+    progress jsonb;
+    last_id text;  -- the last chunk's largest id, as text
+    id_type text := (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
+                     WHERE a.attrelid = tbl AND a.attname = cfg.id_column);
+    started timestamptz := clock_timestamp();
+    seconds float8;
+    -- (the band table's load trigger would keep every row, at the cost of one call per band
+    -- row; src/index/restore.rs)
+    loading boolean := EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = cfg.band_table
+                               AND t.tgname = 'minhash_bands_load' AND t.tgenabled <> 'D');
+BEGIN
+    source := coalesce(source, tbl);
+    -- Of a Citus table: one INSERT ... SELECT, which Citus runs on each shard of the table into
+    -- the band table's shard beside it.
+    IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
+        total := minhash_internal._minhash_as_owner(tbl, format(
+            'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
+        PERFORM minhash_internal._minhash_as_owner(tbl, format(
+            'INSERT INTO %s (%s) %s', cfg.band_table, minhash_internal._minhash_band_columns(cfg),
+            minhash_internal._minhash_band_insert_sql(cfg, source::text)));
+        RETURN total;
+    END IF;
+    IF loading THEN
+        PERFORM minhash_internal._minhash_as_owner(tbl, format(
+            'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
+    END IF;
+    total := minhash_internal._minhash_as_owner(tbl, format(
+        'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
+    chunk := greatest(ceil(total / 10.0), 1);
+    LOOP
+        progress := minhash_internal._minhash_as_owner(tbl, format(
+            'WITH chunk AS MATERIALIZED (
+                 SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
+                 FETCH FIRST %6$s ROWS WITH TIES),
+             added AS (INSERT INTO %3$s (%7$s) %4$s)
+             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
+                 (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
+             FROM chunk',
+            source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
+            CASE WHEN last_id IS NOT NULL
+                 THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
+            chunk, minhash_internal._minhash_band_columns(cfg)));
+        n := (progress ->> 0)::bigint;
+        EXIT WHEN n = 0;
+        last_id := progress ->> 1;
+        done := done + n;
+        seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
+        CONTINUE WHEN seconds < 2;
+        RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', source, done, total,
+            round(100.0 * done / total), round(done / seconds);
+    END LOOP;
+    IF loading THEN
+        PERFORM minhash_internal._minhash_as_owner(tbl, format(
+            'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
+    END IF;
+    RETURN done;
 END $$;
 
 
@@ -515,10 +729,12 @@ BEGIN
         IF (SELECT c.relkind FROM pg_class c WHERE c.oid = member) = 'r' THEN
             PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
                 'WITH gone AS (%s), d AS (DELETE FROM %s b USING gone g
-                     WHERE b.key OPERATOR(pg_catalog.=) g.key AND b.id OPERATOR(pg_catalog.=) g.id
+                     WHERE b.%s OPERATOR(pg_catalog.=) g.key AND b.id OPERATOR(pg_catalog.=) g.id
                      RETURNING 1)
                  SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM d',
-                minhash_internal._minhash_band_rows_sql(cfg, member::text), cfg.band_table));
+                minhash_internal._minhash_band_rows_sql(cfg, member::text), cfg.band_table,
+                -- (of format 2, the row whose first band's key is the gone row's)
+                CASE WHEN cfg.format = 1 THEN 'key' ELSE 'key1' END));
         END IF;
         PERFORM minhash_internal._minhash_sync_triggers(member, false);
     END LOOP;
@@ -935,7 +1151,7 @@ DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
     counts jsonb;
     source text := cfg.tbl::text;
-    band text := cfg.band_table::text;
+    band text := minhash_internal._minhash_band_rows_of(cfg);
     progress text;
 BEGIN
     -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
@@ -951,7 +1167,7 @@ BEGIN
             extract(epoch FROM clock_timestamp()));
         source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
         band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
-                       progress, cfg.band_table);
+                       progress, minhash_internal._minhash_band_rows_of(cfg));
     END IF;
     -- The band rows the table's rows give (expected) against those the band table holds, as
     -- multisets: missing = expected EXCEPT ALL held, orphaned = held EXCEPT ALL expected, both
@@ -991,7 +1207,7 @@ DECLARE
          GROUP BY GROUPING SETS ((b.key), (b.id))',
         'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
         (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
-        extract(epoch FROM clock_timestamp()), cfg.band_table);
+        extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
         groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s GROUP BY key

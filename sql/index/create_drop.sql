@@ -11,7 +11,8 @@ CREATE FUNCTION @extschema@.minhash_index_create(
     threshold float8 DEFAULT 0.8,
     bands int DEFAULT NULL,
     rows_per_band int DEFAULT NULL,
-    text_expression text DEFAULT NULL)
+    text_expression text DEFAULT NULL,
+    format int DEFAULT 1)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -32,7 +33,7 @@ DECLARE
     band_format int;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
-       OR unit IS NULL OR threshold IS NULL THEN
+       OR unit IS NULL OR threshold IS NULL OR format IS NULL THEN
         RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -225,10 +226,9 @@ BEGIN
         RAISE EXCEPTION 'relation %.% already exists', quote_ident(rel.nspname), quote_ident(band_name)
             USING ERRCODE = 'duplicate_table';
     END IF;
-    -- Format 2 (one row per row, its band keys side by side, each band's keys in a B-tree of
-    -- their own) for an index of up to 64 bands on a table of this node; format 1 (one row per
-    -- row and band, one B-tree) otherwise (docs/contract.md).
-    band_format := CASE WHEN bands <= 64 AND citus.kind IS NULL THEN 2 ELSE 1 END;
+    -- Format 1: one row per row and band, one B-tree; format 2: one row per row, its band keys
+    -- side by side, each band's keys in a B-tree of their own (docs/contract.md).
+    band_format := minhash_internal._minhash_check_format(format, bands, citus.kind);
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
@@ -291,6 +291,57 @@ BEGIN
         EXECUTE format('ANALYZE %s', band);
     END IF;
     RETURN band;
+END $$;
+
+-- The band table format `format` (1 or 2) for an index of `bands` bands of a table that is
+-- `citus_kind` to Citus (NULL: none): 22023 for another value, 0A000 for format 2 beyond 64
+-- bands (a B-tree per band) or on a Citus table.
+CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
+RETURNS int
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF format IS NULL OR format NOT IN (1, 2) THEN
+        RAISE EXCEPTION 'format must be 1 or 2, got %', coalesce(format::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF format = 2 AND bands > 64 THEN
+        RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
+            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1, or fewer bands.';
+    ELSIF format = 2 AND citus_kind IS NOT NULL THEN
+        RAISE EXCEPTION 'format 2 is not available for a Citus table'
+            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1.';
+    END IF;
+    RETURN format;
+END $$;
+
+-- Gives the emptied band table of `cfg` the columns and B-trees of format `target` and its
+-- catalog row that format (takes the band table's ACCESS EXCLUSIVE lock). Returns the row.
+CREATE FUNCTION minhash_internal._minhash_band_reshape(cfg @extschema@.minhash_indexes, target int)
+RETURNS @extschema@.minhash_indexes
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    idx regclass;
+    columns text;
+BEGIN
+    FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
+        EXECUTE format('DROP INDEX %s', idx);
+    END LOOP;
+    SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a
+    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
+    EXECUTE format('ALTER TABLE %s %s, ADD COLUMN %s', cfg.band_table, columns,
+                   CASE WHEN target = 1
+                        THEN 'key bigint NOT NULL, ADD COLUMN sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL'
+                        ELSE 'sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL, '
+                             || (SELECT string_agg(format('ADD COLUMN key%s bigint NOT NULL', i), ', ' ORDER BY i)
+                                 FROM generate_series(1, cfg.bands) i) END);
+    UPDATE @extschema@.minhash_indexes i SET format = target WHERE i.band_table = cfg.band_table;
+    cfg.format := target;
+    PERFORM minhash_internal._minhash_band_indexes(cfg);
+    RETURN cfg;
 END $$;
 
 -- Creates the B-trees of the band table of `cfg` (PostgreSQL builds them as the band table's

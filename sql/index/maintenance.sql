@@ -1,13 +1,12 @@
 -- Keeping an index (sql/index/, part 5 of 6): rebuild, check and statistics.
 
-CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass)
+CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass, format int DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    idx regclass;
 BEGIN
     -- Writers wait until this transaction commits. The band rows are deleted rather than
     -- truncated: a lookup that holds the band table while it waits to write the table keeps
@@ -19,22 +18,11 @@ BEGIN
     PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
         'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
         cfg.band_table));
-    -- An index of format 1 that format 2 can hold is converted (docs/contract.md): its emptied
-    -- band table gets the columns and B-trees of format 2 (this takes its ACCESS EXCLUSIVE
-    -- lock), and its catalog row says so.
-    IF cfg.format = 1 AND cfg.bands <= 64
-       AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
-        FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
-            EXECUTE format('DROP INDEX %s', idx);
-        END LOOP;
-        EXECUTE format('ALTER TABLE %s DROP COLUMN key, DROP COLUMN sketch1, DROP COLUMN sketch2, '
-                       'ADD COLUMN sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL, %s',
-                       cfg.band_table,
-                       (SELECT string_agg(format('ADD COLUMN key%s bigint NOT NULL', i), ', ' ORDER BY i)
-                        FROM generate_series(1, cfg.bands) i));
-        UPDATE @extschema@.minhash_indexes i SET format = 2 WHERE i.band_table = cfg.band_table;
-        cfg.format := 2;
-        PERFORM minhash_internal._minhash_band_indexes(cfg);
+    -- Of another format, the emptied band table is made one of `format` (docs/contract.md).
+    IF format IS NOT NULL AND format IS DISTINCT FROM cfg.format THEN
+        PERFORM minhash_internal._minhash_check_format(format, cfg.bands,
+                                                       (minhash_internal._minhash_citus_table(cfg.tbl)).kind);
+        cfg := minhash_internal._minhash_band_reshape(cfg, format);
     END IF;
     RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;

@@ -220,7 +220,10 @@ impl IndexDef {
         let format = BandFormat::of_catalog(format).unwrap_or_else(|| {
             raise(
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("band table format {format} of the minhash index of {} is not 1 or 2", regclass_name(tbl)),
+                format!(
+                    "band table format {format} of the minhash index of {} is not 1 or 2",
+                    regclass_name(tbl)
+                ),
                 None,
             )
         });

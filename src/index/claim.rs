@@ -239,10 +239,7 @@ unsafe fn delete_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) {
 /// # Safety
 /// `band` is a band table (its live columns an id and int8s), open, in this transaction; `tid`
 /// was written to its current relfilenode.
-unsafe fn fetch_own(
-    band: pg_sys::Relation,
-    tid: pg_sys::ItemPointerData,
-) -> Option<Vec<BandRow>> {
+unsafe fn fetch_own(band: pg_sys::Relation, tid: pg_sys::ItemPointerData) -> Option<Vec<BandRow>> {
     // SAFETY: per the contract. The TID's block exists (nothing shrinks a relfilenode while a
     // transaction's own rows in it are live); heap_fetch checks the line pointer, and pins the
     // buffer only when it returns true.
@@ -269,7 +266,11 @@ unsafe fn fetch_own(
             }
             let mut is_null = false;
             let value = pg_sys::heap_getattr(&mut tuple, attno, desc, &mut is_null);
-            let int = if is_null { i64::MIN } else { value.value() as i64 };
+            let int = if is_null {
+                i64::MIN
+            } else {
+                value.value() as i64
+            };
             match pgrx::name_data_to_str(&attr.attname) {
                 "id" if !is_null => id = Some(KeyType::of(attr.atttypid).id(value, attr.atttypid)),
                 "sketch1" => sketch[0] = int,
@@ -279,7 +280,10 @@ unsafe fn fetch_own(
             }
         }
         let id = id.unwrap_or(Id::Int(i64::MIN));
-        let rows = keys.into_iter().map(|key| (id.clone(), key, sketch)).collect();
+        let rows = keys
+            .into_iter()
+            .map(|key| (id.clone(), key, sketch))
+            .collect();
         pg_sys::ReleaseBuffer(buffer);
         own.then_some(rows)
     }

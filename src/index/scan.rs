@@ -275,7 +275,9 @@ impl BandIndex {
     pub(super) fn oid(&self) -> pg_sys::Oid {
         match self {
             BandIndex::PerBand { direct, .. } => direct.index,
-            BandIndex::PerRow { bands, .. } => bands.first().map_or(pg_sys::InvalidOid, |d| d.index),
+            BandIndex::PerRow { bands, .. } => {
+                bands.first().map_or(pg_sys::InvalidOid, |d| d.index)
+            }
         }
     }
 
@@ -394,7 +396,8 @@ unsafe fn scan_per_band(
             nulls.resize(natts, false);
             loop {
                 pg_sys::check_for_interrupts!();
-                let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                let tid =
+                    pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
                 if tid.is_null() {
                     break;
                 }
@@ -457,30 +460,35 @@ unsafe fn scan_per_row(
     unsafe {
         for (direct, &band_key) in bands.iter().zip(keys) {
             let keys = [pg_sys::Datum::from(band_key)];
-            direct.scan(snapshot, false, int8_equality(), keys, |scan, _, slot| loop {
-                pg_sys::check_for_interrupts!();
-                let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
-                if tid.is_null() {
-                    break;
+            direct.scan(snapshot, false, int8_equality(), keys, |scan, _, slot| {
+                loop {
+                    pg_sys::check_for_interrupts!();
+                    let tid = pg_sys::index_getnext_tid(
+                        scan,
+                        pg_sys::ScanDirection::ForwardScanDirection,
+                    );
+                    if tid.is_null() {
+                        break;
+                    }
+                    if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
+                        continue;
+                    }
+                    pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
+                    let value = |attnum: i16| {
+                        let i = attnum as usize - 1;
+                        (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
+                    };
+                    let [id, s1, s2] = columns.map(value);
+                    let (Some(id), Some(s1), Some(s2)) = (id, s1, s2) else {
+                        continue;
+                    };
+                    let id = key.id(id, key.oid);
+                    if !wanted(&id) {
+                        continue;
+                    }
+                    let writer = in_progress_write(snapshot).map(|(xid, _)| xid);
+                    row(id, [s1.value() as u64, s2.value() as u64], writer);
                 }
-                if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
-                    continue;
-                }
-                pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
-                let value = |attnum: i16| {
-                    let i = attnum as usize - 1;
-                    (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
-                };
-                let [id, s1, s2] = columns.map(value);
-                let (Some(id), Some(s1), Some(s2)) = (id, s1, s2) else {
-                    continue;
-                };
-                let id = key.id(id, key.oid);
-                if !wanted(&id) {
-                    continue;
-                }
-                let writer = in_progress_write(snapshot).map(|(xid, _)| xid);
-                row(id, [s1.value() as u64, s2.value() as u64], writer);
             });
         }
     }

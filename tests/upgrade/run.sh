@@ -103,8 +103,19 @@ similar=$(psql -d "$db" -Atc "SELECT string_agg(id::text, ',' ORDER BY id)
     FROM minhash_similar('app.docs', (SELECT body FROM app.docs WHERE id = 1234))")
 [ "$flagged" = 1234 ] || { echo "upgrade: the flag trigger flagged '$flagged', not 1234"; exit 1; }
 [ "$similar" = "1234,5000" ] || { echo "upgrade: minhash_similar found '$similar'"; exit 1; }
+# the format 1 index of the old version, converted to format 2 by a rebuild
+psql -d "$db" -Atc "SELECT minhash_index_rebuild('app.docs', format => 2)" >/dev/null
+format=$(psql -d "$db" -Atc "SELECT format FROM minhash_indexes WHERE tbl = 'app.docs'::regclass")
+[ "$format" = 2 ] || { echo "upgrade: the rebuilt index is of format '$format', not 2"; exit 1; }
+[ "$(check)" = "0/0" ] || { echo "upgrade: index not exact after its conversion: $(check)"; exit 1; }
+psql -d "$db" -Atc "INSERT INTO app.docs (id, body) SELECT 5001, body || '?' FROM app.docs WHERE id = 1234" >/dev/null
+similar=$(psql -d "$db" -Atc "SELECT string_agg(id::text, ',' ORDER BY id)
+    FROM minhash_similar('app.docs', (SELECT body FROM app.docs WHERE id = 1234))")
+[ "$similar" = "1234,5000,5001" ] || { echo "upgrade: after the conversion, minhash_similar found '$similar'"; exit 1; }
+[ "$(check)" = "0/0" ] || { echo "upgrade: converted index not exact after a write: $(check)"; exit 1; }
 echo "upgrade: $PREVIOUS -> $CURRENT: schema equals a fresh install's," \
-     "index checks 0/0 before and after writes, flag trigger and lookups work"
+     "index checks 0/0 before and after writes, flag trigger and lookups work," \
+     "and minhash_index_rebuild(format => 2) converts the format 1 index exactly"
 }
 
 psql -d postgres -c 'CREATE DATABASE fresh'
