@@ -33,6 +33,13 @@ def record(figure, ours, peer, target, ok):
     SUMMARY.append((figure, ours, peer, target, verdict))
 
 
+def say_table(rows, indent=""):
+    """Prints `rows` (the first one the heading) in aligned columns."""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        say(indent + "  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
+
+
 def psql(sql, db="bench"):
     result = subprocess.run(
         ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
@@ -339,6 +346,33 @@ def pgbench(pgbench_bin, script, seconds, log_dir=None, protocol="prepared", cli
     return float(re.search(r"tps = ([0-9.]+)", out.stdout).group(1))
 
 
+def peer_copies(rows):
+    """The peers of the band table, each on its own copy of the questions (made with plain DDL,
+    so without our triggers), loaded, vacuumed and then indexed as the questions are: a GIN
+    index over the same band keys (the settings of our index's catalog row), pg_trgm's GIN
+    index on the text (load() creates pg_trgm with the database), and the table with only its
+    primary key. Returns (label, table, bytes per row of the index, or of the table and its
+    primary key, build seconds) for each."""
+    keys = psql("SELECT format('lsh_bands(minhash(body, %s, %s, %L), %s, %s)', k, ngram, unit, bands, "
+                "rows_per_band) FROM minhash_indexes WHERE tbl = 'questions'::regclass")
+    peers = []
+    for label, table, method in ((f"GIN on {keys}, fastupdate off", "questions_gin",
+                                  f"gin (({keys})) WITH (fastupdate = off)"),
+                                 ("pg_trgm GIN on body (gin_trgm_ops)", "questions_trgm", "gin (body gin_trgm_ops)"),
+                                 ("the table alone (heap and primary key)", "questions_plain", None)):
+        psql(f"CREATE TABLE {table} (LIKE questions INCLUDING DEFAULTS INCLUDING IDENTITY); "
+             f"INSERT INTO {table} (body) SELECT body FROM questions ORDER BY id; "
+             f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
+        psql(f"VACUUM ANALYZE {table}")
+        if method:
+            built, _ = timed(f"CREATE INDEX {table}_peer ON {table} USING {method}")
+            size = psql(f"SELECT pg_relation_size('{table}_peer')")
+        else:
+            built, size = None, psql(f"SELECT pg_total_relation_size('{table}')")
+        peers.append((label, table, int(size) / rows, built))
+    return peers
+
+
 def scale(rows, pgbench_bin, quick):
     say(f"\n== 4/5. {rows:,} generated questions (every tenth a near-duplicate): scale and insert path")
     psql(QUESTIONS_SQL)
@@ -358,7 +392,7 @@ def scale(rows, pgbench_bin, quick):
     except RuntimeError:
         say("minhash_clusters: cancelled after 300 s")
         record(f"minhash_clusters, {rows:,} rows", "> 300 s (cancelled)", "", "<= 60 s", False)
-    record("band table bytes per row", f"{per_row:.0f}", "", "printed", None)
+    peers = peer_copies(rows)
 
     # Texts to insert are generated beforehand: bench_question() itself costs about 0.4 ms in SQL,
     # more than the insert, and a real client sends its text as a parameter. Each insert takes
@@ -368,13 +402,21 @@ def scale(rows, pgbench_bin, quick):
     fresh = 80_000 if quick else 450_000
     psql(f"CREATE TABLE pending AS SELECT g AS n, bench_question(g) AS body "
          f"FROM generate_series({rows + 1}, {rows + fresh}) g; ALTER TABLE pending ADD PRIMARY KEY (n); "
-         f"CREATE SEQUENCE pending_next START {rows + 1}")
+         f"CREATE SEQUENCE questions_next START {rows + 1}")
+    # Each copy of the peers reads them from the start through its own sequence, and from the
+    # start again should its phase outrun them: the table alone inserts up to ~30,000 rows/s.
+    for _, table, _, _ in peers:
+        psql(f"CREATE SEQUENCE {table}_next MINVALUE {rows + 1} MAXVALUE {rows + fresh} CYCLE "
+             f"OWNED BY {table}.id")
     # the steady state autovacuum reaches after a bulk load: visibility map set, statistics fresh
     for table in ("questions", "questions_minhash_bands", "pending"):
         psql(f"VACUUM ANALYZE {table}")
     seconds = 3 if quick else 10
-    next_script = ("INSERT INTO questions (body) SELECT p.body FROM pending p "
-                   "WHERE p.n = (SELECT nextval('pending_next'));\n")
+
+    def next_script(table="questions"):
+        """A pgbench script inserting the next pending question into `table`."""
+        return (f"INSERT INTO {table} (body) SELECT p.body FROM pending p "
+                f"WHERE p.n = (SELECT nextval('{table}_next'));\n")
 
     def counters():
         """What a phase may wait on: WAL written (full-page images among it), buffers read in
@@ -395,13 +437,13 @@ def scale(rows, pgbench_bin, quick):
             f"{d[2]:,.0f} waits for WAL buffers), {d[4]:,.0f} blocks read, {d[3]:,.0f} written by the "
             f"backend; host CPU idle {share(3):.0f}%, iowait {share(4):.0f}%, steal {share(7):.0f}%")
 
-    def inserted(script, name, protocol="prepared", clients=1):
+    def inserted(script, name, protocol="prepared", clients=1, table="questions"):
         """Rows/s of `script` over `seconds`, after checking that every transaction inserted."""
-        before = int(psql("SELECT count(*) FROM questions"))
+        before = int(psql(f"SELECT count(*) FROM {table}"))
         start = counters()
         rate = pgbench(pgbench_bin, script, seconds, protocol=protocol, clients=clients)
         phase_line(name, rate, start, counters())
-        added = int(psql("SELECT count(*) FROM questions")) - before
+        added = int(psql(f"SELECT count(*) FROM {table}")) - before
         if added < rate * seconds * 0.9:
             raise RuntimeError(f"pending questions ran out: {added} rows inserted at {rate:.0f}/s")
         return rate
@@ -416,17 +458,34 @@ def scale(rows, pgbench_bin, quick):
     plains, inserts, flagged = [], [], 0
     for _ in range(1 if quick else 3):
         psql("DROP TRIGGER IF EXISTS flag ON questions")
-        plains.append(inserted(next_script, "without the flag trigger"))
+        plains.append(inserted(next_script(), "without the flag trigger"))
         psql("CREATE TRIGGER flag BEFORE INSERT ON questions FOR EACH ROW "
              "EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of')")
         before = int(psql("SELECT count(duplicate_of) FROM questions"))
-        inserts.append(inserted(next_script, "with the flag trigger"))
+        inserts.append(inserted(next_script(), "with the flag trigger"))
         flagged += int(psql("SELECT count(duplicate_of) FROM questions")) - before
     plain, insert = float(np.median(plains)), float(np.median(inserts))
-    simple = inserted(next_script, "with the flag trigger, simple protocol", protocol="simple")
+    # The peers' phases, one each, follow ours; their copies too were written before the
+    # checkpoint, so their phases pay the first writes of pages after it as ours do.
+    peer_rates = [inserted(next_script(table), label, table=table) for label, table, _, _ in peers]
+    psql("DROP TABLE " + ", ".join(table for _, table, _, _ in peers))
+    say(f"bytes per row of each structure (built on the {rows:,} rows after the load) and single-session "
+        f"inserts/s without the flag trigger (ours: median of {len(plains)} phase(s), peers: one phase "
+        f"each, of {seconds} s):")
+    say_table([("structure", "bytes per row", "inserts/s", "build"),
+               ("pg_minhash band table (table and indexes)", f"{per_row:,.0f}", f"{plain:,.0f}",
+                f"{t_create:.1f} s")]
+              + [(label, f"{size:,.0f}", f"{rate:,.0f}", "" if built is None else f"{built:.1f} s")
+                 for (label, _, size, built), rate in zip(peers, peer_rates)], indent="  ")
+    gin_size, gin_rate = peers[0][2], peer_rates[0]
+    record("band table bytes per row", f"{per_row:.0f}", f"GIN over the same keys: {gin_size:.0f}",
+           "<= 800 and <= 1.25x GIN", None if quick else per_row <= 800 and per_row <= 1.25 * gin_size)
+    record("unflagged inserts/s", f"{plain:.0f}", f"GIN (fastupdate off): {gin_rate:.0f}",
+           ">= GIN (fastupdate off)", None if quick else plain >= gin_rate)
+    simple = inserted(next_script(), "with the flag trigger, simple protocol", protocol="simple")
     # 8 writers of distinct questions at once: the duplicate check must not make unrelated
     # inserts wait for one another
-    writers = inserted(next_script, "with the flag trigger, 8 writers", clients=8)
+    writers = inserted(next_script(), "with the flag trigger, 8 writers", clients=8)
     listed = lambda rates: ", ".join(f"{r:,.0f}" for r in rates)
     say(f"single-session inserts of new questions with minhash_flag_duplicate: {insert:,.0f} rows/s, "
         f"median of {len(inserts)} phase(s) of {seconds} s ({listed(inserts)}); {flagged} of "
@@ -453,16 +512,20 @@ def scale(rows, pgbench_bin, quick):
            "<= 1 / 5 ms", None if quick else p50 <= 1 and p99 <= 5)
     matches(rows, quick)
     uuid_keys(rows, pgbench_bin, seconds, quick)
-    spread = psql("""
-        WITH cfg AS (SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'questions'::regclass),
-        c AS (SELECT (SELECT count(DISTINCT b.id)
-                      FROM unnest(lsh_bands(minhash(q.body), cfg.bands, cfg.rows_per_band)) k
-                      JOIN questions_minhash_bands b ON b.key = k) AS n
-              FROM questions q, cfg WHERE q.id % 1000 = 7)
-        SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY n) || ' / ' ||
-               percentile_disc(0.9) WITHIN GROUP (ORDER BY n) || ' / ' ||
-               percentile_disc(0.99) WITHIN GROUP (ORDER BY n) FROM c""")
-    say(f"candidates (rows sharing a band key) per lookup, p50 / p90 / p99 over every 1000th row: {spread}")
+    # reads the band table of format 1 (a row per row and band)
+    try:
+        spread = psql("""
+            WITH cfg AS (SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'questions'::regclass),
+            c AS (SELECT (SELECT count(DISTINCT b.id)
+                          FROM unnest(lsh_bands(minhash(q.body), cfg.bands, cfg.rows_per_band)) k
+                          JOIN questions_minhash_bands b ON b.key = k) AS n
+                  FROM questions q, cfg WHERE q.id % 1000 = 7)
+            SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY n) || ' / ' ||
+                   percentile_disc(0.9) WITHIN GROUP (ORDER BY n) || ' / ' ||
+                   percentile_disc(0.99) WITHIN GROUP (ORDER BY n) FROM c""")
+        say(f"candidates (rows sharing a band key) per lookup, p50 / p90 / p99 over every 1000th row: {spread}")
+    except RuntimeError:
+        say("candidates per lookup: n/a for this band table layout")
 
 
 def similar_latency(pgbench_bin, seconds, query):
@@ -580,10 +643,7 @@ def main():
         crowded(10_000 if args.quick else 100_000, args.quick)
 
     say("\n== Summary")
-    widths = [max(len(str(row[i])) for row in SUMMARY + [("figure", "ours", "peer", "target", "verdict")])
-              for i in range(5)]
-    for row in [("figure", "ours", "peer", "target", "verdict")] + SUMMARY:
-        say("  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+    say_table([("figure", "ours", "peer", "target", "verdict")] + SUMMARY)
 
 
 if __name__ == "__main__":
