@@ -137,17 +137,28 @@ AS $$
         cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table)) END
 $$;
 
--- The band table's columns, in the order _minhash_band_insert_sql yields them: of format 1,
--- (id, key, sketch1, sketch2), one row per row and band; of format 2, (id, sketch1, sketch2,
--- key1, ..., key<bands>), one row per row (docs/contract.md).
+-- The band table's columns after `id` (all bigint NOT NULL), in the order
+-- _minhash_band_insert_sql yields them: of format 1, (key, sketch1, sketch2), one row per row
+-- and band; of format 2, (sketch1, sketch2, key1, ..., key<bands>), one row per row
+-- (docs/contract.md). The one list of them: table creation, conversion and writes use it.
+CREATE FUNCTION minhash_internal._minhash_band_value_columns(format int, bands int)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN format = 1 THEN ARRAY['key', 'sketch1', 'sketch2']
+                ELSE ARRAY['sketch1', 'sketch2']
+                     || ARRAY(SELECT 'key' || i FROM generate_series(1, bands) i ORDER BY i) END
+$$;
+
+-- The band table's columns as an INSERT lists them: id, then _minhash_band_value_columns.
 CREATE FUNCTION minhash_internal._minhash_band_columns(cfg @extschema@.minhash_indexes)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN cfg.format = 1 THEN 'id, key, sketch1, sketch2'
-                ELSE 'id, sketch1, sketch2, ' || (SELECT string_agg('key' || i, ', ' ORDER BY i)
-                                                  FROM generate_series(1, cfg.bands) i) END
+    SELECT 'id, ' || array_to_string(
+        minhash_internal._minhash_band_value_columns(cfg.format, cfg.bands), ', ')
 $$;
 
 -- The SELECT that yields the band table's rows (its columns as _minhash_band_columns lists

@@ -12,7 +12,7 @@ CREATE FUNCTION @extschema@.minhash_index_create(
     bands int DEFAULT NULL,
     rows_per_band int DEFAULT NULL,
     text_expression text DEFAULT NULL,
-    format int DEFAULT 1)
+    format int DEFAULT NULL)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -33,8 +33,8 @@ DECLARE
     band_format int;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
-       OR unit IS NULL OR threshold IS NULL OR format IS NULL THEN
-        RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
+       OR unit IS NULL OR threshold IS NULL THEN
+        RAISE EXCEPTION 'only text_column, text_expression, bands, rows_per_band and format may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF (text_column IS NULL) = (text_expression IS NULL) THEN
@@ -235,11 +235,9 @@ BEGIN
     EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
                    rel.nspname, band_name, band_id_type,
-                   CASE WHEN band_format = 1
-                        THEN 'key bigint NOT NULL, sketch1 bigint NOT NULL, sketch2 bigint NOT NULL'
-                        ELSE 'sketch1 bigint NOT NULL, sketch2 bigint NOT NULL, '
-                             || (SELECT string_agg(format('key%s bigint NOT NULL', i), ', ' ORDER BY i)
-                                 FROM generate_series(1, bands) i) END);
+                   (SELECT string_agg(format('%I bigint NOT NULL', c), ', ' ORDER BY n)
+                    FROM unnest(minhash_internal._minhash_band_value_columns(band_format, bands))
+                         WITH ORDINALITY AS u(c, n)));
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -293,17 +291,19 @@ BEGIN
     RETURN band;
 END $$;
 
--- The band table format `format` (1 or 2) for an index of `bands` bands of a table that is
--- `citus_kind` to Citus (NULL: none): 22023 for another value, 0A000 for format 2 beyond 64
--- bands (a B-tree per band) or on a Citus table.
+-- The band table format `format` (1 or 2; NULL: 2 where it is available, else 1) for an
+-- index of `bands` bands of a table that is `citus_kind` to Citus (NULL: none): 22023 for
+-- another value, 0A000 for format 2 beyond 64 bands (a B-tree per band) or on a Citus table.
 CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
 RETURNS int
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF format IS NULL OR format NOT IN (1, 2) THEN
-        RAISE EXCEPTION 'format must be 1 or 2, got %', coalesce(format::text, 'NULL')
+    IF format IS NULL THEN
+        RETURN CASE WHEN bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
+    ELSIF format NOT IN (1, 2) THEN
+        RAISE EXCEPTION 'format must be 1 or 2, got %', format
             USING ERRCODE = 'invalid_parameter_value';
     ELSIF format = 2 AND bands > 64 THEN
         RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
@@ -332,12 +332,10 @@ BEGIN
     SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
     FROM pg_attribute a
     WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
-    EXECUTE format('ALTER TABLE %s %s, ADD COLUMN %s', cfg.band_table, columns,
-                   CASE WHEN target = 1
-                        THEN 'key bigint NOT NULL, ADD COLUMN sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL'
-                        ELSE 'sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL, '
-                             || (SELECT string_agg(format('ADD COLUMN key%s bigint NOT NULL', i), ', ' ORDER BY i)
-                                 FROM generate_series(1, cfg.bands) i) END);
+    EXECUTE format('ALTER TABLE %s %s, %s', cfg.band_table, columns,
+                   (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', c), ', ' ORDER BY n)
+                    FROM unnest(minhash_internal._minhash_band_value_columns(target, cfg.bands))
+                         WITH ORDINALITY AS u(c, n)));
     UPDATE @extschema@.minhash_indexes i SET format = target WHERE i.band_table = cfg.band_table;
     cfg.format := target;
     PERFORM minhash_internal._minhash_band_indexes(cfg);

@@ -59,18 +59,19 @@ impl BandFormat {
         }
     }
 
-    /// The band table's columns, in order, of an index of `bands` bands.
+    /// The band table's columns, in order, of an index of `bands` bands (as
+    /// `_minhash_band_value_columns` in sql/index/build.sql lists them after `id`).
     pub(super) fn columns(self, bands: usize) -> Vec<String> {
-        let fixed = match self {
-            BandFormat::PerBand => &["id", "key", "sketch1", "sketch2"][..],
-            BandFormat::PerRow => &["id", "sketch1", "sketch2"][..],
-        };
-        let keys = (1..=bands).filter(|_| self == BandFormat::PerRow);
-        fixed
-            .iter()
-            .map(|c| c.to_string())
-            .chain(keys.map(|i| format!("key{i}")))
-            .collect()
+        match self {
+            BandFormat::PerBand => ["id", "key", "sketch1", "sketch2"]
+                .map(String::from)
+                .to_vec(),
+            BandFormat::PerRow => ["id", "sketch1", "sketch2"]
+                .map(String::from)
+                .into_iter()
+                .chain((1..=bands).map(|i| format!("key{i}")))
+                .collect(),
+        }
     }
 
     /// The column holding band `band`'s key (0-based), and of format 2 the key column whose

@@ -157,6 +157,8 @@ WHERE tbl IN ('questions'::regclass, 'secrets'::regclass) ORDER BY 1;
 SET ROLE regress_sec_attacker;
 -- 3. The maintenance functions on tables the attacker does not own, and the internal helpers.
 SELECT try($$SELECT minhash_index_rebuild('questions')$$);
+SELECT try($$SELECT minhash_index_rebuild('questions', format => 1)$$);
+SELECT try($$SELECT minhash_internal._minhash_band_reshape(NULL::minhash_indexes, 1)$$);
 SELECT try($$SELECT minhash_index_drop('secrets')$$);
 SELECT try($$SELECT * FROM minhash_index_check('questions')$$);
 SELECT try($$SELECT * FROM minhash_index_stats('questions')$$);
