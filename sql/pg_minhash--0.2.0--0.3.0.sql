@@ -1130,16 +1130,87 @@ STRICT VOLATILE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_minhash_progress_wrapper';
 
+-- The k most similar rows (src/index/similar.rs): the lookups take `k` after `max_results`.
+DROP FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int);
+DROP FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int);
+DROP FUNCTION @extschema@.minhash_matches(regclass, text[], double precision, int);
+DROP FUNCTION @extschema@.minhash_matches(regclass, text[], anyelement, double precision, int);
+CREATE FUNCTION @extschema@."minhash_similar"(
+	"tbl" regclass, /* Option < Regclass > */
+	"doc" TEXT, /* Option < & str > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_results" INT DEFAULT NULL, /* Option < i32 > */
+	"k" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS TABLE (
+	"id" bigint,  /* i64 */
+	"similarity" double precision  /* f64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_similar_wrapper';
+CREATE FUNCTION @extschema@."minhash_similar"(
+	"tbl" regclass, /* Option < Regclass > */
+	"doc" TEXT, /* Option < & str > */
+	"id_type" anyelement, /* Option < AnyElement > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_results" INT DEFAULT NULL, /* Option < i32 > */
+	"k" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS TABLE (
+	"id" anyelement,  /* AnyElement */
+	"similarity" double precision  /* f64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_similar_typed_wrapper';
+CREATE FUNCTION @extschema@."minhash_matches"(
+	"tbl" regclass, /* Option < Regclass > */
+	"docs" TEXT[], /* :: std :: option :: Option < Array < '_, & str > > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_results" INT DEFAULT NULL, /* Option < i32 > */
+	"k" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS TABLE (
+	"probe" INT,  /* i32 */
+	"id" bigint,  /* i64 */
+	"similarity" double precision  /* f64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_matches_wrapper';
+CREATE FUNCTION @extschema@."minhash_matches"(
+	"tbl" regclass, /* Option < Regclass > */
+	"docs" TEXT[], /* :: std :: option :: Option < Array < '_, & str > > */
+	"id_type" anyelement, /* Option < AnyElement > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"max_results" INT DEFAULT NULL, /* Option < i32 > */
+	"k" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS TABLE (
+	"probe" INT,  /* i32 */
+	"id" anyelement,  /* AnyElement */
+	"similarity" double precision  /* f64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_matches_typed_wrapper';
+COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int, int) IS
+    'rows of an indexed table similar to a text, with exact Jaccard, most similar first';
+COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int, int) IS
+    'rows of an indexed table similar to a text, with exact Jaccard, most similar first';
+COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], double precision, int, int) IS
+    'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard';
+COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], anyelement, double precision, int, int) IS
+    'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard';
+
 -- What one lookup did (src/index/similar.rs).
 CREATE FUNCTION @extschema@."minhash_explain"(
 	"tbl" regclass, /* Option < Regclass > */
 	"doc" TEXT, /* Option < & str > */
-	"threshold" double precision DEFAULT NULL /* Option < f64 > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"k" INT DEFAULT NULL /* Option < i32 > */
 ) RETURNS SETOF TEXT /* String */
 VOLATILE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'minhash_explain_wrapper';
-COMMENT ON FUNCTION @extschema@.minhash_explain(regclass, text, double precision) IS
+COMMENT ON FUNCTION @extschema@.minhash_explain(regclass, text, double precision, int) IS
     'what one lookup in an indexed table does, step by step, with its time';
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)

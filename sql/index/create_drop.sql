@@ -235,9 +235,9 @@ BEGIN
     EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
                    rel.nspname, band_name, band_id_type,
-                   (SELECT string_agg(format('%I bigint NOT NULL', c), ', ' ORDER BY n)
+                   (SELECT string_agg(format('%I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
                     FROM unnest(minhash_internal._minhash_band_value_columns(band_format, bands))
-                         WITH ORDINALITY AS u(c, n)));
+                         WITH ORDINALITY AS u(col, pos)));
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -333,9 +333,9 @@ BEGIN
     FROM pg_attribute a
     WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
     EXECUTE format('ALTER TABLE %s %s, %s', cfg.band_table, columns,
-                   (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', c), ', ' ORDER BY n)
+                   (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
                     FROM unnest(minhash_internal._minhash_band_value_columns(target, cfg.bands))
-                         WITH ORDINALITY AS u(c, n)));
+                         WITH ORDINALITY AS u(col, pos)));
     UPDATE @extschema@.minhash_indexes i SET format = target WHERE i.band_table = cfg.band_table;
     cfg.format := target;
     PERFORM minhash_internal._minhash_band_indexes(cfg);

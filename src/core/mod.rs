@@ -12,6 +12,7 @@ pub mod components;
 pub mod dedup;
 pub mod hash;
 pub mod jaccard;
+pub mod nearest;
 pub mod normalize;
 pub mod params;
 pub mod shingle;

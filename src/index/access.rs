@@ -194,6 +194,8 @@ pub(super) struct Index {
     /// The lookup's two SQL queries (see [`Index::lookup_sql`]; of a Citus table, the second
     /// is [`Index::verify_sql`]).
     pub(super) sql: [String; 2],
+    /// The query of a lookup that reads every row's sketch (see [`Index::scan_sql`]).
+    pub(super) scan_sql: String,
 }
 
 impl Index {
@@ -331,11 +333,35 @@ impl Index {
         if placement.verifies_remotely() {
             sql[1] = Self::verify_sql(schema, &def);
         }
+        let scan_sql = Self::scan_sql(&def);
         Index {
             def,
             placement,
             sql,
+            scan_sql,
         }
+    }
+
+    /// The query of a lookup that reads the band sketch of every row (`lookup`): `(id,
+    /// differing)` of the band rows whose sketch differs from the text's `($1, $2)` in at most
+    /// `$5` of the bits the masks `($3, $4)` keep, fewest differing first. Of format 1, each
+    /// row's sketch comes once per band.
+    fn scan_sql(def: &IndexDef) -> String {
+        let differing = |column: &str, sketch: usize, mask: usize| {
+            format!(
+                "pg_catalog.bit_count(((b.{column} OPERATOR(pg_catalog.#) ${sketch}) \
+                 OPERATOR(pg_catalog.&) ${mask})::pg_catalog.bit(64))"
+            )
+        };
+        format!(
+            "SELECT s.id, s.differing FROM (
+                 SELECT b.id, {} OPERATOR(pg_catalog.+) {} AS differing FROM {} b) s
+             WHERE s.differing OPERATOR(pg_catalog.<=) $5
+             ORDER BY s.differing",
+            differing("sketch1", 1, 3),
+            differing("sketch2", 2, 4),
+            qualified_name(def.band_table)
+        )
     }
 
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`

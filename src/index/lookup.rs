@@ -1,9 +1,12 @@
-//! A lookup of one text in an index: the rows at or above a threshold, most similar first.
-//! Candidates come from the band rows sharing a band key with the text, filtered by their band
-//! sketches; their texts are read straight through the indexes (`scan`) where the placement
-//! allows, or through statements prepared once per backend, and verified with exact Jaccard
-//! here, or on the workers of a Citus table.
+//! A lookup of one text in an index: the rows at or above a threshold, or the k most similar,
+//! most similar first. Candidates come from the band rows sharing a band key with the text,
+//! filtered by their band sketches, and where the band keys do not suffice for the similarity
+//! asked (`core::nearest`), from a scan of every row's band sketch; their texts are read
+//! straight through the indexes (`scan`) where the placement allows, or through statements
+//! prepared once per backend, and verified with exact Jaccard here, or on the workers of a
+//! Citus table.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
@@ -11,16 +14,19 @@ use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgOid};
 
 use crate::core::jaccard::ShingleSet;
-use crate::core::sketch::{equal_bits, min_equal_bits, LOOKUP_SKETCH_MISS_PROBABILITY};
+use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
+use crate::core::sketch::{
+    equal_bits, min_equal_bits, BAND_SKETCH_BITS, LOOKUP_SKETCH_MISS_PROBABILITY,
+};
 use crate::pg::backend::interrupts;
 
 use super::access::Index;
 use super::band::band_entry;
 use super::key::Id;
 use super::owner::{as_owner, relation_owner};
-use super::prepared::{with_prepared, with_prepared_args};
+use super::prepared::{with_cursor, with_prepared, with_prepared_args};
 use super::scan::RowIndex;
-use super::spi::{for_each_spi_row, for_each_text_row};
+use super::spi::{for_each_spi_row, for_each_text_row, spi_failed};
 
 /// What one lookup did, step by step (`minhash_explain` shows it).
 #[derive(Default)]
@@ -42,17 +48,65 @@ pub(super) struct Trace {
     /// for its SQL query; whether on the workers of a Citus table.
     pub(super) row_index: Option<pg_sys::Oid>,
     pub(super) remote: bool,
-    /// The rows at or above the threshold.
+    /// The scan of every row's sketch, where the band keys did not suffice.
+    pub(super) scan: Option<ScanTrace>,
+    /// The rows returned.
     pub(super) found: usize,
-    /// Time spent finding the candidates, and verifying them.
+    /// Time spent finding the candidates, and verifying them (the scan included).
     pub(super) finding: Duration,
     pub(super) verifying: Duration,
 }
 
+/// What the scan of every row's sketch did.
+#[derive(Default)]
+pub(super) struct ScanTrace {
+    /// The similarity a row needed when the scan began, and when it ended.
+    pub(super) from_bar: f64,
+    pub(super) to_bar: f64,
+    /// The most sketch bits a row could differ in to be read, at the start.
+    pub(super) max_differing: usize,
+    /// The band rows read, and the rows among them verified (not verified before).
+    pub(super) rows_read: usize,
+    pub(super) verified: usize,
+}
+
+/// What a lookup returns: the rows at least `floor` similar to the text, or with `k` only the
+/// k most similar of them; with `scan`, where the band keys alone would not find a row at the
+/// bar (`core::nearest`) with the recall the index was built for, every row's sketch is read
+/// too (a lookup without `k` scans only from [`LOWEST_SCANNED_THRESHOLD`] up).
+#[derive(Clone, Copy)]
+pub(super) struct Want {
+    pub(super) floor: f64,
+    pub(super) k: Option<usize>,
+    pub(super) scan: bool,
+}
+
+impl Want {
+    /// The rows at or above `threshold`, found through the band keys alone.
+    pub(super) fn keys_only(threshold: f64) -> Want {
+        Want {
+            floor: threshold,
+            k: None,
+            scan: false,
+        }
+    }
+
+    /// The rows at or above `floor` (the k most similar of them), by the band keys and where
+    /// they do not suffice by a scan of every row's sketch.
+    pub(super) fn complete(floor: f64, k: Option<usize>) -> Want {
+        Want {
+            floor,
+            k,
+            scan: k.is_some() || floor >= LOWEST_SCANNED_THRESHOLD,
+        }
+    }
+}
+
 /// The rows at least `threshold` similar to `doc`, most similar first (ties by id), leaving
-/// out `exclude_id`. A row sharing a band key with `doc` is fetched and verified only if its
-/// band sketch agrees with `doc`'s in enough bits (`core::sketch`): that drops a row at or
-/// above the threshold with probability at most [`LOOKUP_SKETCH_MISS_PROBABILITY`].
+/// out `exclude_id`, through the band keys alone (the duplicate check's lookup). A row sharing
+/// a band key with `doc` is fetched and verified only if its band sketch agrees with `doc`'s in
+/// enough bits (`core::sketch`): that drops a row at or above the threshold with probability at
+/// most [`LOOKUP_SKETCH_MISS_PROBABILITY`].
 pub(super) fn similar(
     cfg: &Index,
     client: &SpiClient<'_>,
@@ -64,18 +118,23 @@ pub(super) fn similar(
         cfg,
         client,
         doc,
-        threshold,
+        Want::keys_only(threshold),
         exclude_id,
         &mut Trace::default(),
     )
 }
 
-/// [`similar`], recording what it did in `trace`.
+/// The rows `want` asks for, most similar first (ties by id), leaving out `exclude_id`,
+/// recording what it did in `trace`. First the rows sharing a band key with `doc` (as
+/// [`similar`]); then, if `want` allows and the band keys do not suffice at the bar, the rows
+/// whose band sketch differs from `doc`'s in few enough bits to be at the bar except with
+/// probability `core::nearest::SCAN_SKETCH_MISS_PROBABILITY`, fewest differing first, until the rest
+/// cannot reach it.
 pub(super) fn traced(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,
-    threshold: f64,
+    want: Want,
     exclude_id: Option<&Id>,
     trace: &mut Trace,
 ) -> Vec<(Id, f64)> {
@@ -85,8 +144,8 @@ pub(super) fn traced(
     else {
         return Vec::new();
     };
-    let min_bits = min_equal_bits(cfg.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
-    let [bands_sql, rows_sql] = &cfg.sql;
+    let min_bits = min_equal_bits(cfg.def.k, want.floor, LOOKUP_SKETCH_MISS_PROBABILITY);
+    let bands_sql = &cfg.sql[0];
     let mut ids = Vec::new();
     let (mut band_rows, mut passed) = (0, 0);
     let mut keep = |id: Id, row_sketch: [u64; 2]| {
@@ -124,7 +183,6 @@ pub(super) fn traced(
     }
     ids.sort_unstable();
     ids.dedup();
-    let remote = cfg.placement.verifies_remotely();
     *trace = Trace {
         keys: probed,
         band_index: band_index.map(|index| index.oid()),
@@ -133,56 +191,153 @@ pub(super) fn traced(
         min_bits,
         passed,
         candidates: ids.len(),
-        remote,
+        remote: cfg.placement.verifies_remotely(),
         finding: start.elapsed(),
         ..Trace::default()
     };
-    if ids.is_empty() {
-        return Vec::new();
-    }
     let start = Instant::now();
-    let mut found = Vec::new();
-    if remote {
-        // (verified where the rows are: only ids and similarities come back)
-        let (arg, arg_type) = cfg.def.key.array_arg(&ids);
-        let types = [arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
-        with_prepared_args(client, rows_sql, &types, &[arg, doc.into()], |table| {
-            for_each_spi_row(table, |row| {
-                let (id, similarity) = (cfg.def.key.spi_id(row, 1)?, row.get::<f64>(2)?);
-                if let (Some(id), Some(s)) = (id, similarity.filter(|&s| s >= threshold)) {
-                    found.push((id, s));
-                }
-                Ok(())
-            })
-        });
-    } else {
-        trace.row_index = verify_here(cfg, client, doc, threshold, &ids, &mut found);
+    let mut ranked = Ranked::new(want.k, want.floor);
+    if !ids.is_empty() {
+        trace.row_index = verify(cfg, client, doc, &ids, &mut ranked);
     }
-    found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if want.scan && !keys_suffice(ranked.bar(), cfg.def.banding) {
+        let mut verified: HashSet<Id> = ids.into_iter().collect();
+        if let Some(id) = exclude_id {
+            verified.insert(id.clone());
+        }
+        let scanned = scan(cfg, client, doc, sketch, &mut verified, &mut ranked);
+        trace.scan = Some(scanned.0);
+        trace.row_index = trace.row_index.or(scanned.1);
+    }
+    let found = ranked.into_rows();
     trace.found = found.len();
     trace.verifying = start.elapsed();
     found
 }
 
-/// Verifies the candidates `ids` of a lookup of `doc` in this backend, adding those at
-/// least `threshold` similar to `found`: their texts are read through the table's unique
-/// index (returned), or its SQL query.
-fn verify_here(
+/// The rows fetched from the scan's cursor at a time: few at first, so that a `k` lookup's
+/// bar rises before many rows are verified, then more.
+const SCAN_FIRST_BATCH: i64 = 64;
+const SCAN_LAST_BATCH: i64 = 4096;
+
+/// Reads the band sketch of every row of the band table, fewest bits differing from `sketch`
+/// first, and verifies each row not in `verified` that may still reach the bar of `ranked`
+/// (`core::nearest::max_differing_bits`): once a row differs in more bits, every later one
+/// does too, and the scan stops. Returns what it did, and the index the texts were read
+/// through (as [`verify`]).
+fn scan(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,
-    threshold: f64,
+    sketch: [u64; 2],
+    verified: &mut HashSet<Id>,
+    ranked: &mut Ranked<Id>,
+) -> (ScanTrace, Option<pg_sys::Oid>) {
+    let k = cfg.def.k;
+    let from_bar = ranked.bar();
+    let mut trace = ScanTrace {
+        from_bar,
+        max_differing: max_differing_bits(k, from_bar),
+        ..ScanTrace::default()
+    };
+    let slots = k.min(BAND_SKETCH_BITS);
+    let mask = |word: usize| match slots.saturating_sub(word * 64).min(64) {
+        64 => -1i64,
+        used => ((1u64 << used) - 1) as i64,
+    };
+    let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
+    let args = [
+        (sketch[0] as i64).into(),
+        (sketch[1] as i64).into(),
+        mask(0).into(),
+        mask(1).into(),
+        (trace.max_differing as i64).into(),
+    ];
+    let owner = relation_owner(cfg.def.tbl);
+    let mut row_index = None;
+    with_cursor(
+        client,
+        &cfg.scan_sql,
+        &[int8; 5],
+        &args,
+        owner,
+        |mut cursor| {
+            let (mut done, mut size) = (false, SCAN_FIRST_BATCH);
+            while !done {
+                pg_sys::check_for_interrupts!();
+                let mut batch = Vec::new();
+                let fetched = as_owner(owner, || {
+                    let table = cursor.fetch(size)?;
+                    let rows = table.len();
+                    for_each_spi_row(table, |row| {
+                        if let (Some(id), Some(differing)) =
+                            (cfg.def.key.spi_id(row, 1)?, row.get::<i64>(2)?)
+                        {
+                            batch.push((id, differing as usize));
+                        }
+                        Ok(())
+                    })?;
+                    Ok::<_, pgrx::spi::Error>(rows)
+                })
+                .unwrap_or_else(|e| spi_failed(e));
+                trace.rows_read += batch.len();
+                let max_differing = max_differing_bits(k, ranked.bar());
+                let mut ids = Vec::new();
+                for (id, differing) in batch {
+                    if differing > max_differing {
+                        done = true;
+                        break;
+                    }
+                    if verified.insert(id.clone()) {
+                        ids.push(id);
+                    }
+                }
+                trace.verified += ids.len();
+                if !ids.is_empty() {
+                    row_index = verify(cfg, client, doc, &ids, ranked);
+                }
+                done |= fetched < size as usize;
+                size = (size * 2).min(SCAN_LAST_BATCH);
+            }
+        },
+    );
+    trace.to_bar = ranked.bar();
+    (trace, row_index)
+}
+
+/// Verifies the candidates `ids` of a lookup of `doc`, offering each to `ranked` with its exact
+/// similarity if it reaches the bar: on the workers of a Citus table, or here, reading their
+/// texts through the table's unique index (returned) or its SQL query.
+fn verify(
+    cfg: &Index,
+    client: &SpiClient<'_>,
+    doc: &str,
     ids: &[Id],
-    found: &mut Vec<(Id, f64)>,
+    ranked: &mut Ranked<Id>,
 ) -> Option<pg_sys::Oid> {
     let rows_sql = &cfg.sql[1];
+    if cfg.placement.verifies_remotely() {
+        // (verified where the rows are: only ids and similarities come back)
+        let (arg, arg_type) = cfg.def.key.array_arg(ids);
+        let types = [arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
+        with_prepared_args(client, rows_sql, &types, &[arg, doc.into()], |table| {
+            for_each_spi_row(table, |row| {
+                let (id, similarity) = (cfg.def.key.spi_id(row, 1)?, row.get::<f64>(2)?);
+                if let (Some(id), Some(s)) = (id, similarity) {
+                    ranked.offer(id, s);
+                }
+                Ok(())
+            })
+        });
+        return None;
+    }
     let query_set = ShingleSet::new(doc, cfg.def.shingling, &mut interrupts);
     let mut candidate = ShingleSet::default();
     let mut verify = |id: &Id, text: &str| {
         candidate.rebuild(text, cfg.def.shingling, &mut interrupts);
         let similarity = candidate.jaccard(&query_set);
-        if similarity >= threshold {
-            found.push((id.clone(), similarity));
+        if similarity >= ranked.bar() {
+            ranked.offer(id.clone(), similarity);
         }
     };
     match cfg.placement.row_index().filter(RowIndex::readable) {

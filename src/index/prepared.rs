@@ -9,9 +9,10 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use pgrx::datum::DatumWithOid;
-use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
-use pgrx::PgOid;
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiCursor, SpiTupleTable};
+use pgrx::{pg_sys, PgOid};
 
+use super::owner::as_owner;
 use super::spi::spi_failed;
 
 /// Statements kept; beyond this many, all are dropped.
@@ -29,6 +30,32 @@ thread_local! {
         RefCell::new(HashMap::new());
 }
 
+/// The statement `sql` kept for this backend (prepared now if it is not), taken out of the
+/// cache while `f` runs, so that a nested statement cannot find it borrowed.
+fn with_statement<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    access: Access,
+    types: &[PgOid],
+    f: impl FnOnce(&OwnedPreparedStatement) -> pgrx::spi::Result<T>,
+) -> pgrx::spi::Result<T> {
+    let key = (sql.to_owned(), access);
+    let kept = PREPARED.with_borrow_mut(|cache| cache.remove(&key));
+    let statement = match kept {
+        Some(statement) => statement,
+        None if access == Access::Read => client.prepare(sql, types)?.keep(),
+        None => client.prepare_mut(sql, types)?.keep(),
+    };
+    let result = f(&statement)?;
+    PREPARED.with_borrow_mut(|cache| {
+        if cache.len() >= MAX_PREPARED {
+            cache.clear();
+        }
+        cache.insert(key, statement);
+    });
+    Ok(result)
+}
+
 /// Runs `sql` with parameters `args` (of types `types`) through `client`, prepared on first
 /// use, and hands the result to `read`.
 pub(super) fn run<T>(
@@ -39,22 +66,28 @@ pub(super) fn run<T>(
     args: &[DatumWithOid<'_>],
     read: impl FnOnce(SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
 ) -> pgrx::spi::Result<T> {
-    let key = (sql.to_owned(), access);
-    // taken out of the cache while it runs, so a nested statement cannot find it borrowed
-    let kept = PREPARED.with_borrow_mut(|cache| cache.remove(&key));
-    let statement = match kept {
-        Some(statement) => statement,
-        None if access == Access::Read => client.prepare(sql, types)?.keep(),
-        None => client.prepare_mut(sql, types)?.keep(),
-    };
-    let result = read(client.select(&statement, None, args)?)?;
-    PREPARED.with_borrow_mut(|cache| {
-        if cache.len() >= MAX_PREPARED {
-            cache.clear();
-        }
-        cache.insert(key, statement);
-    });
-    Ok(result)
+    with_statement(client, sql, access, types, |statement| {
+        read(client.select(statement, None, args)?)
+    })
+}
+
+/// Opens a cursor over the read-only statement `sql` with parameters `args` (of types
+/// `types`), prepared on first use, as `owner` (`as_owner`: the executor checks the rights
+/// to what it reads as it opens), and hands it to `read`, which fetches its rows as it goes;
+/// the cursor is closed when `read` returns.
+pub(super) fn with_cursor<T>(
+    client: &SpiClient<'_>,
+    sql: &str,
+    types: &[PgOid],
+    args: &[DatumWithOid<'_>],
+    owner: pg_sys::Oid,
+    read: impl FnOnce(SpiCursor<'_>) -> T,
+) -> T {
+    with_statement(client, sql, Access::Read, types, |statement| {
+        let cursor = as_owner(owner, || client.try_open_cursor(statement, args))?;
+        Ok(read(cursor))
+    })
+    .unwrap_or_else(|e| spi_failed(e))
 }
 
 /// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result

@@ -11,7 +11,7 @@ use pgrx::spi::SpiClient;
 use pgrx::AnyElement;
 use pgrx::PgSqlErrorCode;
 
-use crate::core::params::float8_text;
+use crate::core::params::{candidate_probability, float8_text};
 use crate::core::sketch::BAND_SKETCH_BITS;
 use crate::pg::error::raise;
 use crate::pg::names::type_name;
@@ -19,16 +19,19 @@ use crate::pg::names::{qualified, quote_literal, regclass_name, Regclass};
 
 use super::access::Index;
 use super::key::Id;
-use super::lookup::{self, Trace};
+use super::lookup::{self, Trace, Want};
 use super::params::{checked_threshold, notice_low_threshold};
 use super::scan::RowIndex;
 
 /// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
-/// the index's) and the most rows to return per text (NULL: all).
+/// the index's, or with `k` any similarity), the most similar rows to return per text (`k`:
+/// the k most similar, found by a scan where the band keys do not suffice; NULL: all at or
+/// above the threshold) and the most rows to return (NULL: all).
 struct Lookup {
     fn_oid: pg_sys::Oid,
     tbl: pg_sys::Oid,
     threshold: Option<f64>,
+    k: Option<usize>,
     max_results: Option<i32>,
 }
 
@@ -36,6 +39,7 @@ impl Lookup {
     fn new(
         tbl: Option<Regclass>,
         threshold: Option<f64>,
+        k: Option<i32>,
         max_results: Option<i32>,
         fcinfo: pg_sys::FunctionCallInfo,
     ) -> Lookup {
@@ -46,12 +50,14 @@ impl Lookup {
                 None,
             );
         };
-        if let Some(max) = max_results.filter(|&m| m < 1) {
-            raise(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("max_results must be at least 1, got {max}"),
-                None,
-            );
+        for (name, value) in [("max_results", max_results), ("k", k)] {
+            if let Some(value) = value.filter(|&m| m < 1) {
+                raise(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("{name} must be at least 1, got {value}"),
+                    None,
+                );
+            }
         }
         // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo names the function.
         let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
@@ -59,29 +65,48 @@ impl Lookup {
             fn_oid,
             tbl,
             threshold,
+            k: k.map(|k| k as usize),
             max_results,
         }
     }
 
     /// The index's settings, after checking that the caller may read what a lookup reads;
-    /// a NOTICE if the threshold is below the index's (see `notice_low_threshold`).
+    /// a NOTICE if the threshold is below what a lookup finds with full recall (see
+    /// `notice_low_threshold`).
     fn config(&self, client: &SpiClient<'_>) -> Rc<Index> {
         let cfg = Index::get(client, self.fn_oid, self.tbl);
         cfg.def.check_readable();
-        let threshold = checked_threshold(self.threshold, cfg.def.threshold);
-        notice_low_threshold(threshold, cfg.def.threshold, cfg.def.banding);
+        let want = self.want(&cfg);
+        if !want.scan {
+            notice_low_threshold(want.floor, cfg.def.threshold, cfg.def.banding);
+        }
         cfg
     }
 
-    /// The rows similar to `doc` (see `lookup::similar`), at most `max_results`. The
+    /// What a lookup in `cfg` returns (see `lookup::Want`).
+    fn want(&self, cfg: &Index) -> Want {
+        let floor = match (self.threshold, self.k) {
+            (None, Some(_)) => 0.0,
+            (threshold, _) => checked_threshold(threshold, cfg.def.threshold),
+        };
+        Want::complete(floor, self.k)
+    }
+
+    /// The rows similar to `doc` (see `lookup::traced`), at most `max_results`. The
     /// statement's locks keep `cfg` current.
     fn similar(&self, client: &SpiClient<'_>, cfg: &Index, doc: Option<&str>) -> Vec<(Id, f64)> {
         pg_sys::check_for_interrupts!();
         let Some(doc) = doc else {
             return Vec::new();
         };
-        let threshold = checked_threshold(self.threshold, cfg.def.threshold);
-        let mut found = lookup::similar(cfg, client, doc, threshold, None);
+        let mut found = lookup::traced(
+            cfg,
+            client,
+            doc,
+            self.want(cfg),
+            None,
+            &mut Trace::default(),
+        );
         if let Some(max) = self.max_results {
             found.truncate(max as usize);
         }
@@ -157,9 +182,10 @@ fn minhash_similar(
     doc: Option<&str>,
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
+    k: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
-    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let found = Spi::connect(|client| {
         let cfg = lookup.config(client);
         integer_ids(&cfg, "minhash_similar", "doc, ");
@@ -177,10 +203,11 @@ fn minhash_similar_typed(
     id_type: Option<AnyElement>,
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
+    k: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, AnyElement), name!(similarity, f64))> {
     let _ = id_type;
-    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let (cfg, found) = Spi::connect(|client| {
         let cfg = lookup.config(client);
         id_type_argument(&cfg, fcinfo, 2);
@@ -205,9 +232,10 @@ fn minhash_matches(
     docs: Option<Array<'_, &str>>,
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
+    k: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(probe, i32), name!(id, i64), name!(similarity, f64))> {
-    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let cfg = Spi::connect(|client| lookup.config(client));
     integer_ids(&cfg, "minhash_matches", "docs, ");
     let docs = owned_texts(docs);
@@ -222,6 +250,7 @@ fn minhash_matches_typed(
     id_type: Option<AnyElement>,
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
+    k: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
@@ -232,7 +261,7 @@ fn minhash_matches_typed(
     ),
 > {
     let _ = id_type;
-    let lookup = Lookup::new(tbl, threshold, max_results, fcinfo);
+    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let cfg = Spi::connect(|client| lookup.config(client));
     let id_type = id_type_argument(&cfg, fcinfo, 2);
     let docs = owned_texts(docs);
@@ -307,43 +336,51 @@ fn _minhash_direct_reads(
     ))
 }
 
-/// What a lookup of `doc` in `tbl` does (as [`minhash_similar`] with `threshold`), one line per
-/// step, as EXPLAIN ANALYZE shows a query: the band keys probed and how the band rows were
-/// read, the band rows sharing a key, those that passed the sketch filter and the distinct
-/// candidates verified, how their texts were read, the rows found, and the time of each step.
+/// What a lookup of `doc` in `tbl` does (as [`minhash_similar`] with `threshold` and `k`),
+/// one line per step, as EXPLAIN ANALYZE shows a query: the band keys probed and how the band
+/// rows were read, the band rows sharing a key, those that passed the sketch filter and the
+/// distinct candidates verified, how their texts were read, the scan of every row's sketch
+/// where the band keys did not suffice, the rows found, and the time of each step.
 #[pg_extern(volatile, parallel_safe)]
 fn minhash_explain(
     tbl: Option<Regclass>,
     doc: Option<&str>,
     threshold: default!(Option<f64>, "NULL"),
+    k: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> SetOfIterator<'static, String> {
-    let lookup = Lookup::new(tbl, threshold, None, fcinfo);
+    let lookup = Lookup::new(tbl, threshold, k, None, fcinfo);
     let lines = Spi::connect(|client| {
         let cfg = lookup.config(client);
-        let threshold = checked_threshold(lookup.threshold, cfg.def.threshold);
+        let want = lookup.want(&cfg);
         let mut trace = Trace::default();
         if let Some(doc) = doc {
-            lookup::traced(&cfg, client, doc, threshold, None, &mut trace);
+            lookup::traced(&cfg, client, doc, want, None, &mut trace);
         }
-        explained(&cfg, threshold, &trace)
+        explained(&cfg, want, &trace)
     });
     SetOfIterator::new(lines)
 }
 
 /// The lines of [`minhash_explain`].
-fn explained(cfg: &Index, threshold: f64, trace: &Trace) -> Vec<String> {
+fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
     let read = |index: Option<pg_sys::Oid>| match index.and_then(qualified) {
         Some(name) => format!("by index {name}"),
         None => "by SQL".to_owned(),
     };
     let ms = |d: std::time::Duration| format!("{:.3} ms", d.as_secs_f64() * 1000.0);
     let def = &cfg.def;
+    let asked = match want.k {
+        Some(k) => format!(
+            "the {k} most similar at or above {}",
+            float8_text(want.floor)
+        ),
+        None => format!("threshold {}", float8_text(want.floor)),
+    };
     let mut lines = vec![format!(
-        "Lookup in {} through band table {} (threshold {}; k {}, {} bands of {} rows)",
+        "Lookup in {} through band table {} ({asked}; k {}, {} bands of {} rows)",
         regclass_name(def.tbl),
         regclass_name(def.band_table),
-        float8_text(threshold),
         def.k,
         def.banding.bands,
         def.banding.rows
@@ -397,7 +434,34 @@ fn explained(cfg: &Index, threshold: f64, trace: &Trace) -> Vec<String> {
             ));
         }
     }
-    lines.push(format!("  Rows at or above the threshold: {}", trace.found));
+    if let Some(scan) = &trace.scan {
+        let counts = if def.may_see_ids() {
+            format!(
+                ": {} band rows read, {} rows verified",
+                scan.rows_read, scan.verified
+            )
+        } else {
+            String::new()
+        };
+        let rose = if scan.to_bar > scan.from_bar {
+            format!(", then {} as rows were found", float8_text(scan.to_bar))
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "  The band keys find a row of similarity {} with probability {:.3}: scanned every \
+             row's sketch for rows within {} differing bits of {}, fewest first (the bar: {}{rose}){counts}",
+            float8_text(scan.from_bar),
+            candidate_probability(scan.from_bar, def.banding.bands, def.banding.rows),
+            scan.max_differing,
+            def.k.min(BAND_SKETCH_BITS),
+            float8_text(scan.from_bar),
+        ));
+    }
+    lines.push(match want.k {
+        Some(k) => format!("  Rows returned (the {k} most similar): {}", trace.found),
+        None => format!("  Rows at or above the threshold: {}", trace.found),
+    });
     lines.push(format!(
         "  Time: {} finding candidates, {} verifying",
         ms(trace.finding),

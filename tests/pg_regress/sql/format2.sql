@@ -7,8 +7,9 @@ INSERT INTO f1 SELECT g, format('How do I %s a %s in %s %s?', (ARRAY['sort','par
     (ARRAY['list','table','file','string','date'])[1 + g % 5], (ARRAY['python','rust','bash'])[1 + g % 3], g % 97), NULL
 FROM generate_series(1, 3000) g;
 INSERT INTO f2 SELECT * FROM f1;
-SELECT minhash_index_create('f1', 'id', 'body');
-SELECT minhash_index_create('f2', 'id', 'body', format => 2);
+SELECT minhash_index_create('f1', 'id', 'body', format => 1);
+-- (format 2 is the default)
+SELECT minhash_index_create('f2', 'id', 'body');
 SELECT i.tbl, i.format, i.bands,
        (SELECT count(*) FROM pg_attribute a WHERE a.attrelid = i.band_table AND a.attnum > 0) AS columns,
        (SELECT count(*) FROM pg_index x WHERE x.indrelid = i.band_table) AS btrees,
@@ -73,8 +74,13 @@ SELECT rows_indexed, keys FROM minhash_index_stats('f1');
 \set VERBOSITY sqlstate
 SELECT minhash_index_rebuild('f2', format => 3);
 SELECT minhash_index_create('f1', 'id', 'body', bands => 128, format => 2);
-SELECT minhash_index_create('f1', 'id', 'body', format => NULL);
 \set VERBOSITY default
+-- the default where format 2 cannot be: format 1 beyond 64 bands
+CREATE TABLE wide (id int PRIMARY KEY, body text);
+SELECT minhash_index_create('wide', 'id', 'body', bands => 65, rows_per_band => 1) IS NOT NULL AS created;
+SELECT format, bands FROM minhash_indexes WHERE tbl = 'wide'::regclass;
+SELECT minhash_index_drop('wide');
+DROP TABLE wide;
 SELECT minhash_index_drop('f1');
 SELECT minhash_index_drop('f2');
 DROP TABLE f1, f2;

@@ -1,0 +1,89 @@
+-- Below the index's threshold and the k most similar rows (docs/contract.md): recall against
+-- brute force (exact jaccard() over every row), on an index built for 0.8.
+SET client_min_messages = notice;
+-- 2,000 rows of 12 words from 60, in groups of five around one base text: row g replaces
+-- 2 * (g % 5) of its group's words, so similarities spread from about 0.1 to 1
+CREATE TABLE nn (id int PRIMARY KEY, body text, category int);
+INSERT INTO nn
+SELECT g, (SELECT string_agg(v.w[1 + abs(hashint4(CASE WHEN i <= (g % 5) * 2 THEN g * 100 + i
+                                                        ELSE (g / 5) * 100 + i END)) % 60], ' ' ORDER BY i)
+           FROM generate_series(1, 12) i), g % 7
+FROM generate_series(1, 2000) g, (SELECT array_agg('w' || x || 'x') AS w FROM generate_series(1, 60) x) v;
+SELECT minhash_index_create('nn', 'id', 'body');
+SELECT threshold, bands, rows_per_band, format FROM minhash_indexes WHERE tbl = 'nn'::regclass;
+-- the probes: every 20th row; the truth: every (probe, row) pair with its exact similarity
+CREATE TABLE truth AS
+SELECT p.id AS probe, r.id, jaccard(p.body, r.body) AS similarity
+FROM nn p CROSS JOIN nn r WHERE p.id % 20 = 0;
+SELECT count(*) FILTER (WHERE similarity >= 0.5) AS at_0_5, count(*) FILTER (WHERE similarity >= 0.6) AS at_0_6,
+       count(*) FILTER (WHERE similarity >= 0.7) AS at_0_7, count(*) FILTER (WHERE similarity >= 0.8) AS at_0_8
+FROM truth;
+-- 1. Any threshold from 0.5 up: the rows at or above it, with their exact similarities
+CREATE FUNCTION pg_temp.recall(t float8) RETURNS TABLE (truth bigint, found bigint, missed bigint, wrong bigint)
+LANGUAGE sql AS $$
+    WITH found AS (
+        SELECT p.id AS probe, s.id, s.similarity
+        FROM nn p CROSS JOIN LATERAL minhash_similar('nn', p.body, threshold => t) s WHERE p.id % 20 = 0)
+    SELECT (SELECT count(*) FROM truth WHERE similarity >= t),
+           (SELECT count(*) FROM found),
+           (SELECT count(*) FROM truth x WHERE x.similarity >= t
+              AND NOT EXISTS (SELECT FROM found f WHERE f.probe = x.probe AND f.id = x.id)),
+           (SELECT count(*) FROM found f
+              WHERE NOT EXISTS (SELECT FROM truth x WHERE x.probe = f.probe AND x.id = f.id
+                                AND x.similarity = f.similarity AND x.similarity >= t)) $$;
+SELECT 0.8 AS threshold, * FROM pg_temp.recall(0.8);
+SELECT 0.7 AS threshold, * FROM pg_temp.recall(0.7);
+SELECT 0.6 AS threshold, * FROM pg_temp.recall(0.6);
+SELECT 0.5 AS threshold, * FROM pg_temp.recall(0.5);
+-- below 0.5 only the band keys are read, as the NOTICE says
+SELECT count(*) > 0 AS found FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), threshold => 0.4);
+-- 2. The k most similar: recall@10 (a row counts as a hit if it is at least as similar as the
+-- tenth most similar row, ties included), most similar first, exact similarities
+CREATE TABLE top AS
+SELECT p.id AS probe, s.id, s.similarity, row_number() OVER (PARTITION BY p.id) AS rank
+FROM nn p CROSS JOIN LATERAL minhash_similar('nn', p.body, k => 10) s WHERE p.id % 20 = 0;
+WITH tenth AS (
+    SELECT probe, min(similarity) AS similarity
+    FROM (SELECT probe, similarity, row_number() OVER (PARTITION BY probe ORDER BY similarity DESC) AS n FROM truth) x
+    WHERE n <= 10 GROUP BY probe)
+SELECT count(*) AS returned,
+       count(*) FILTER (WHERE t.similarity >= tenth.similarity) AS hits,
+       round(count(*) FILTER (WHERE t.similarity >= tenth.similarity)::numeric / (10 * count(DISTINCT t.probe)), 3) AS recall_at_10,
+       count(*) FILTER (WHERE t.similarity <> x.similarity) AS inexact
+FROM top t JOIN tenth USING (probe) JOIN truth x ON x.probe = t.probe AND x.id = t.id;
+SELECT count(*) AS out_of_order
+FROM top a JOIN top b ON a.probe = b.probe AND b.rank = a.rank + 1
+WHERE a.similarity < b.similarity OR (a.similarity = b.similarity AND a.id > b.id);
+-- with a threshold, the k most similar at or above it; max_results cuts after k
+SELECT count(*) AS k_above_0_9, bool_and(similarity >= 0.9) AS all_above
+FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), threshold => 0.9, k => 10);
+SELECT count(*) AS k_then_max FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), max_results => 3, k => 10);
+SELECT count(*) AS matches_k FROM minhash_matches('nn', ARRAY[(SELECT body FROM nn WHERE id = 20), NULL, 'zz'], k => 4);
+SELECT count(*) AS null_text FROM minhash_similar('nn', NULL, k => 10);
+-- what a lookup did: the band keys, then the scan of every row's sketch
+SELECT regexp_replace(line, '[0-9.]+ ms', 'N ms', 'g') AS line
+FROM minhash_explain('nn', (SELECT body FROM nn WHERE id = 20), k => 10) line;
+SELECT count(*) AS scan_lines
+FROM minhash_explain('nn', (SELECT body FROM nn WHERE id = 20), threshold => 0.6) line WHERE line LIKE '%scanned%';
+SELECT count(*) AS scan_lines_at_0_8
+FROM minhash_explain('nn', (SELECT body FROM nn WHERE id = 20)) line WHERE line LIKE '%scanned%';
+-- 3. A format 1 index of the same rows answers the same
+CREATE TABLE nn1 AS SELECT * FROM nn;
+ALTER TABLE nn1 ADD PRIMARY KEY (id);
+SELECT minhash_index_create('nn1', 'id', 'body', format => 1);
+SELECT count(*) AS differences
+FROM nn p, LATERAL ((SELECT * FROM minhash_similar('nn', p.body, k => 10)
+                     EXCEPT ALL SELECT * FROM minhash_similar('nn1', p.body, k => 10))
+                    UNION ALL
+                    (SELECT * FROM minhash_similar('nn', p.body, threshold => 0.55)
+                     EXCEPT ALL SELECT * FROM minhash_similar('nn1', p.body, threshold => 0.55))) d
+WHERE p.id % 100 = 0;
+-- 4. Bad arguments
+\set VERBOSITY sqlstate
+SELECT * FROM minhash_similar('nn', 'x', k => 0);
+SELECT * FROM minhash_matches('nn', ARRAY['x'], k => -1);
+SELECT * FROM minhash_explain('nn', 'x', k => 0);
+\set VERBOSITY default
+SELECT minhash_index_drop('nn');
+SELECT minhash_index_drop('nn1');
+DROP TABLE nn, nn1, truth, top;
