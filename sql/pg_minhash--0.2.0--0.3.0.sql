@@ -131,14 +131,23 @@ ALTER TABLE @extschema@.minhash_indexes DROP CONSTRAINT minhash_indexes_format_c
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'format of the band table: 1, a row per row and band; 2, a row per row (signatures of format minhash_format_version() in both)';
 DROP FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int, text);
 DROP FUNCTION @extschema@.minhash_index_rebuild(regclass);
+CREATE FUNCTION minhash_internal._minhash_band_value_columns(format int, bands int)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN format = 1 THEN ARRAY['key', 'sketch1', 'sketch2']
+                ELSE ARRAY['sketch1', 'sketch2']
+                     || ARRAY(SELECT 'key' || i FROM generate_series(1, bands) i ORDER BY i) END
+$$;
+
 CREATE FUNCTION minhash_internal._minhash_band_columns(cfg @extschema@.minhash_indexes)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN cfg.format = 1 THEN 'id, key, sketch1, sketch2'
-                ELSE 'id, sketch1, sketch2, ' || (SELECT string_agg('key' || i, ', ' ORDER BY i)
-                                                  FROM generate_series(1, cfg.bands) i) END
+    SELECT 'id, ' || array_to_string(
+        minhash_internal._minhash_band_value_columns(cfg.format, cfg.bands), ', ')
 $$;
 
 CREATE FUNCTION minhash_internal._minhash_band_insert_sql(cfg @extschema@.minhash_indexes, source text)
@@ -177,8 +186,10 @@ LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF format IS NULL OR format NOT IN (1, 2) THEN
-        RAISE EXCEPTION 'format must be 1 or 2, got %', coalesce(format::text, 'NULL')
+    IF format IS NULL THEN
+        RETURN CASE WHEN bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
+    ELSIF format NOT IN (1, 2) THEN
+        RAISE EXCEPTION 'format must be 1 or 2, got %', format
             USING ERRCODE = 'invalid_parameter_value';
     ELSIF format = 2 AND bands > 64 THEN
         RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
@@ -223,12 +234,10 @@ BEGIN
     SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
     FROM pg_attribute a
     WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
-    EXECUTE format('ALTER TABLE %s %s, ADD COLUMN %s', cfg.band_table, columns,
-                   CASE WHEN target = 1
-                        THEN 'key bigint NOT NULL, ADD COLUMN sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL'
-                        ELSE 'sketch1 bigint NOT NULL, ADD COLUMN sketch2 bigint NOT NULL, '
-                             || (SELECT string_agg(format('ADD COLUMN key%s bigint NOT NULL', i), ', ' ORDER BY i)
-                                 FROM generate_series(1, cfg.bands) i) END);
+    EXECUTE format('ALTER TABLE %s %s, %s', cfg.band_table, columns,
+                   (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
+                    FROM unnest(minhash_internal._minhash_band_value_columns(target, cfg.bands))
+                         WITH ORDINALITY AS u(col, pos)));
     UPDATE @extschema@.minhash_indexes i SET format = target WHERE i.band_table = cfg.band_table;
     cfg.format := target;
     PERFORM minhash_internal._minhash_band_indexes(cfg);
@@ -273,7 +282,7 @@ CREATE FUNCTION @extschema@.minhash_index_create(
     bands int DEFAULT NULL,
     rows_per_band int DEFAULT NULL,
     text_expression text DEFAULT NULL,
-    format int DEFAULT 1)
+    format int DEFAULT NULL)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -294,8 +303,8 @@ DECLARE
     band_format int;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
-       OR unit IS NULL OR threshold IS NULL OR format IS NULL THEN
-        RAISE EXCEPTION 'only text_column, text_expression, bands and rows_per_band may be NULL'
+       OR unit IS NULL OR threshold IS NULL THEN
+        RAISE EXCEPTION 'only text_column, text_expression, bands, rows_per_band and format may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF (text_column IS NULL) = (text_expression IS NULL) THEN
@@ -496,11 +505,9 @@ BEGIN
     EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
                    rel.nspname, band_name, band_id_type,
-                   CASE WHEN band_format = 1
-                        THEN 'key bigint NOT NULL, sketch1 bigint NOT NULL, sketch2 bigint NOT NULL'
-                        ELSE 'sketch1 bigint NOT NULL, sketch2 bigint NOT NULL, '
-                             || (SELECT string_agg(format('key%s bigint NOT NULL', i), ', ' ORDER BY i)
-                                 FROM generate_series(1, bands) i) END);
+                   (SELECT string_agg(format('%I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
+                    FROM unnest(minhash_internal._minhash_band_value_columns(band_format, bands))
+                         WITH ORDINALITY AS u(col, pos)));
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -1227,14 +1234,15 @@ DECLARE
 BEGIN
     -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
     -- read (one in 64 counted for 64), of about as many as the table and the band table had
-    -- when last vacuumed, analyzed or indexed; in the target list, where it leaves the
-    -- planner's estimates alone.
+    -- when last vacuumed, analyzed or indexed (of format 2, a row holds `bands` band rows);
+    -- in the target list, where it leaves the planner's estimates alone.
     -- (Not on a Citus table, whose rows are read on the workers.)
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
         progress := format('minhash_internal._minhash_progress(%L, %L, %s, %s, ',
             'minhash_index_check on ' || cfg.tbl::text, 'rows and band rows',
-            (SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c
-             WHERE c.oid IN (cfg.tbl, cfg.band_table)),
+            (SELECT sum(greatest(c.reltuples, 0)
+                        * CASE WHEN c.oid = cfg.band_table AND cfg.format = 2 THEN cfg.bands ELSE 1 END)::bigint
+             FROM pg_class c WHERE c.oid IN (cfg.tbl, cfg.band_table)),
             extract(epoch FROM clock_timestamp()));
         source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
         band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
@@ -1277,7 +1285,8 @@ DECLARE
                FROM %s b) b
          GROUP BY GROUPING SETS ((b.key), (b.id))',
         'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
-        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
+        (SELECT (greatest(c.reltuples, 0) * CASE WHEN cfg.format = 2 THEN cfg.bands ELSE 1 END)::bigint
+         FROM pg_class c WHERE c.oid = cfg.band_table),
         extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN

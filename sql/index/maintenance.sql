@@ -41,14 +41,15 @@ DECLARE
 BEGIN
     -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
     -- read (one in 64 counted for 64), of about as many as the table and the band table had
-    -- when last vacuumed, analyzed or indexed; in the target list, where it leaves the
-    -- planner's estimates alone.
+    -- when last vacuumed, analyzed or indexed (of format 2, a row holds `bands` band rows);
+    -- in the target list, where it leaves the planner's estimates alone.
     -- (Not on a Citus table, whose rows are read on the workers.)
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
         progress := format('minhash_internal._minhash_progress(%L, %L, %s, %s, ',
             'minhash_index_check on ' || cfg.tbl::text, 'rows and band rows',
-            (SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_class c
-             WHERE c.oid IN (cfg.tbl, cfg.band_table)),
+            (SELECT sum(greatest(c.reltuples, 0)
+                        * CASE WHEN c.oid = cfg.band_table AND cfg.format = 2 THEN cfg.bands ELSE 1 END)::bigint
+             FROM pg_class c WHERE c.oid IN (cfg.tbl, cfg.band_table)),
             extract(epoch FROM clock_timestamp()));
         source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
         band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
@@ -91,7 +92,8 @@ DECLARE
                FROM %s b) b
          GROUP BY GROUPING SETS ((b.key), (b.id))',
         'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
-        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = cfg.band_table),
+        (SELECT (greatest(c.reltuples, 0) * CASE WHEN cfg.format = 2 THEN cfg.bands ELSE 1 END)::bigint
+         FROM pg_class c WHERE c.oid = cfg.band_table),
         extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN

@@ -103,6 +103,10 @@ similar=$(psql -d "$db" -Atc "SELECT string_agg(id::text, ',' ORDER BY id)
     FROM minhash_similar('app.docs', (SELECT body FROM app.docs WHERE id = 1234))")
 [ "$flagged" = 1234 ] || { echo "upgrade: the flag trigger flagged '$flagged', not 1234"; exit 1; }
 [ "$similar" = "1234,5000" ] || { echo "upgrade: minhash_similar found '$similar'"; exit 1; }
+# the lookups' new argument k, on the index of the old version (format 1)
+top=$(psql -d "$db" -Atc "SELECT string_agg(id::text, ',' ORDER BY similarity DESC, id)
+    FROM minhash_similar('app.docs', (SELECT body FROM app.docs WHERE id = 1234), k => 2)")
+[ "$top" = "1234,5000" ] || { echo "upgrade: minhash_similar(k => 2) found '$top'"; exit 1; }
 # the format 1 index of the old version, converted to format 2 by a rebuild
 psql -d "$db" -Atc "SELECT minhash_index_rebuild('app.docs', format => 2)" >/dev/null
 format=$(psql -d "$db" -Atc "SELECT format FROM minhash_indexes WHERE tbl = 'app.docs'::regclass")
@@ -114,7 +118,7 @@ similar=$(psql -d "$db" -Atc "SELECT string_agg(id::text, ',' ORDER BY id)
 [ "$similar" = "1234,5000,5001" ] || { echo "upgrade: after the conversion, minhash_similar found '$similar'"; exit 1; }
 [ "$(check)" = "0/0" ] || { echo "upgrade: converted index not exact after a write: $(check)"; exit 1; }
 echo "upgrade: $PREVIOUS -> $CURRENT: schema equals a fresh install's," \
-     "index checks 0/0 before and after writes, flag trigger and lookups work," \
+     "index checks 0/0 before and after writes, flag trigger and lookups (k too) work," \
      "and minhash_index_rebuild(format => 2) converts the format 1 index exactly"
 }
 
