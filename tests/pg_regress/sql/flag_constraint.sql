@@ -134,11 +134,22 @@ UPDATE flagged SET id = 30 WHERE id = 20 RETURNING *;
 DELETE FROM flagged WHERE id = 30;
 SELECT * FROM health;
 
--- Without the band table's index the check cannot run: 55000, and nothing is written.
+-- Without the band table's indexes the check cannot run: 55000, and nothing is written. Of
+-- format 2 (the default) it reads the B-tree of every band: one missing is enough.
+BEGIN;
+DROP INDEX flagged_minhash_bands_key7_idx;
+SELECT try($$INSERT INTO flagged VALUES (40, 'Where can I buy cheap train tickets to Graz?')$$);
+SELECT count(*) AS rows_40 FROM flagged WHERE id = 40;
+ROLLBACK;
 SELECT format('DROP INDEX %s', indexrelid::regclass) FROM pg_index
 WHERE indrelid = 'flagged_minhash_bands'::regclass \gexec
 SELECT try($$INSERT INTO flagged VALUES (40, 'Where can I buy cheap train tickets to Graz?')$$);
 SELECT count(*) AS rows_40 FROM flagged WHERE id = 40;
+-- Of format 1, its one B-tree (key, id) INCLUDE (sketch1, sketch2).
+SELECT minhash_index_rebuild('strict', format => 1) > 0 AS rebuilt;
+DROP INDEX strict_minhash_bands_key_id_sketch1_sketch2_idx;
+SELECT try($$INSERT INTO strict VALUES (40, 'Where can I buy cheap train tickets to Graz?')$$);
+SELECT count(*) AS rows_40 FROM strict WHERE id = 40;
 
 DROP VIEW health;
 DROP TABLE flagged, strict, flag_targets;

@@ -1,5 +1,6 @@
 -- Band table format 2 (docs/contract.md): one row per row, its band keys side by side, a
--- B-tree per band. Every answer equals that of a format 1 index of the same rows.
+-- B-tree per band, the default (format => NULL) for at most 64 bands. Every answer equals
+-- that of a format 1 index (format => 1) of the same rows.
 SET client_min_messages = warning;
 CREATE TABLE f1 (id int PRIMARY KEY, body text, dup int);
 CREATE TABLE f2 (id int PRIMARY KEY, body text, dup int);
@@ -8,7 +9,6 @@ INSERT INTO f1 SELECT g, format('How do I %s a %s in %s %s?', (ARRAY['sort','par
 FROM generate_series(1, 3000) g;
 INSERT INTO f2 SELECT * FROM f1;
 SELECT minhash_index_create('f1', 'id', 'body', format => 1);
--- (format 2 is the default)
 SELECT minhash_index_create('f2', 'id', 'body');
 SELECT i.tbl, i.format, i.bands,
        (SELECT count(*) FROM pg_attribute a WHERE a.attrelid = i.band_table AND a.attnum > 0) AS columns,
@@ -45,20 +45,30 @@ INSERT INTO f1 VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET body = 'How do I m
 INSERT INTO f2 VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET body = 'How do I merge a file in bash?';
 WITH d AS (DELETE FROM f1 WHERE id = 2 RETURNING id) INSERT INTO f1 SELECT id, 'How do I split a date in rust 2?' FROM d;
 WITH d AS (DELETE FROM f2 WHERE id = 2 RETURNING id) INSERT INTO f2 SELECT id, 'How do I split a date in rust 2?' FROM d;
+SELECT * FROM minhash_index_check('f1');
 SELECT * FROM minhash_index_check('f2');
 SELECT sum(pg_temp.same(body)) AS differences_after_writes FROM f1 WHERE id % 50 = 1;
--- the duplicate trigger, flagging and rejecting, through format 2
+-- the duplicate trigger, flagging and rejecting, through each format
+CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON f1 FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup');
 CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON f2 FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup');
+INSERT INTO f1 (id, body) VALUES (6000, 'How do I sort a list in python 7?') RETURNING id, dup IS NOT NULL AS flagged;
 INSERT INTO f2 (id, body) VALUES (6000, 'How do I sort a list in python 7?') RETURNING id, dup IS NOT NULL AS flagged;
+INSERT INTO f1 (id, body) VALUES (6001, 'Where can I buy cheap train tickets to Graz?') RETURNING id, dup IS NOT NULL AS flagged;
 INSERT INTO f2 (id, body) VALUES (6001, 'Where can I buy cheap train tickets to Graz?') RETURNING id, dup IS NOT NULL AS flagged;
+DROP TRIGGER flag ON f1;
 DROP TRIGGER flag ON f2;
+CREATE TRIGGER reject BEFORE INSERT OR UPDATE ON f1 FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', NULL, 'reject');
 CREATE TRIGGER reject BEFORE INSERT OR UPDATE ON f2 FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', NULL, 'reject');
 \set VERBOSITY sqlstate
 -- a copy of row 6001: 23505
+INSERT INTO f1 (id, body) VALUES (6002, 'Where can I buy cheap train tickets to Graz?');
 INSERT INTO f2 (id, body) VALUES (6002, 'Where can I buy cheap train tickets to Graz?');
 \set VERBOSITY default
+INSERT INTO f1 (id, body) VALUES (6003, 'What is the capital of Austria?');
 INSERT INTO f2 (id, body) VALUES (6003, 'What is the capital of Austria?');
+DROP TRIGGER reject ON f1;
 DROP TRIGGER reject ON f2;
+SELECT * FROM minhash_index_check('f1');
 SELECT * FROM minhash_index_check('f2');
 -- rebuilt into the other format and back, exact each time
 SELECT minhash_index_rebuild('f2', format => 1) > 0 AS rebuilt;
@@ -75,12 +85,16 @@ SELECT rows_indexed, keys FROM minhash_index_stats('f1');
 SELECT minhash_index_rebuild('f2', format => 3);
 SELECT minhash_index_create('f1', 'id', 'body', bands => 128, format => 2);
 \set VERBOSITY default
--- the default where format 2 cannot be: format 1 beyond 64 bands
-CREATE TABLE wide (id int PRIMARY KEY, body text);
-SELECT minhash_index_create('wide', 'id', 'body', bands => 65, rows_per_band => 1) IS NOT NULL AS created;
-SELECT format, bands FROM minhash_indexes WHERE tbl = 'wide'::regclass;
-SELECT minhash_index_drop('wide');
-DROP TABLE wide;
+-- format NULL, the default: 2 for at most 64 bands (on a table that is not a Citus table),
+-- else 1
+CREATE TABLE f3 (id int PRIMARY KEY, body text);
+INSERT INTO f3 SELECT id, body FROM f1 WHERE id % 10 = 0;
+SELECT minhash_index_create('f3', 'id', 'body', format => NULL) IS NOT NULL AS created;
+SELECT minhash_index_create('f3', 'id', 'body', bands => 64, rows_per_band => 2, format => NULL) IS NOT NULL AS created;
+SELECT minhash_index_create('f3', 'id', 'body', bands => 128, rows_per_band => 1, format => NULL) IS NOT NULL AS created;
+SELECT i.bands, i.format, (SELECT count(*) FROM pg_index x WHERE x.indrelid = i.band_table) AS btrees,
+       minhash_index_check(i.band_table) AS check
+FROM minhash_indexes i WHERE tbl = 'f3'::regclass ORDER BY i.bands;
 SELECT minhash_index_drop('f1');
 SELECT minhash_index_drop('f2');
-DROP TABLE f1, f2;
+DROP TABLE f1, f2, f3;

@@ -41,6 +41,14 @@ UPDATE tickets SET id = '20000000-0000-4000-8000-000000000006' WHERE id = '00000
 DELETE FROM tickets WHERE id = '00000000-0000-4000-8000-000000000007';
 SELECT * FROM minhash_index_check('tickets');
 SELECT id FROM minhash_similar('tickets', 'My laptop battery drains in an hour since the last update!', NULL::uuid);
+-- the same of format 1, whose lookups read the ids from its B-tree (key, id) INCLUDE (sketch1,
+-- sketch2) rather than from the band table
+SELECT minhash_index_rebuild('tickets', format => 1) > 0 AS rebuilt;
+SELECT id FROM minhash_similar('tickets', 'My laptop battery drains in an hour since the last update!', NULL::uuid);
+SELECT id, round(similarity::numeric, 4) AS similarity
+FROM minhash_similar('tickets', 'The printer on floor 3 jams whenever I print more than 10 pages double sided',
+                     NULL::uuid, 0.85, 2);
+SELECT minhash_index_rebuild('tickets', format => 2) > 0 AS rebuilt;
 
 -- flag: a uuid column, and a text column (the id through its text form)
 CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON tickets
@@ -93,6 +101,12 @@ SELECT * FROM minhash_duplicates('pages', NULL::text);
 SELECT * FROM minhash_clusters('pages', NULL::text);
 UPDATE pages SET "Slug" = 'Home page' WHERE "Slug" = 'Home';
 DELETE FROM pages WHERE "Slug" = 'it''s "quoted"';
+SELECT * FROM minhash_index_check('pages');
+-- of format 1 the same, the ids read from its B-tree
+SELECT minhash_index_rebuild('pages', format => 1) > 0 AS rebuilt;
+SELECT * FROM minhash_similar('pages', 'Shipping takes three to five working days within the country', NULL::text)
+ORDER BY id COLLATE "C";
+SELECT * FROM minhash_duplicates('pages', NULL::text);
 SELECT * FROM minhash_index_check('pages');
 SELECT minhash_index_drop('pages', cascade => true);
 DROP TABLE pages;

@@ -61,15 +61,45 @@ SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 12));
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 21));
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 CREATE TEMP TABLE direct_changed AS SELECT * FROM pg_temp.all_lookups();
--- the SQL query over the same rows, for comparison
-DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
+-- the SQL query over the same rows, for comparison: of format 2 (the default) a lookup reads
+-- the B-tree of every band directly or none, so one missing is enough
+DROP INDEX notes_minhash_bands_key7_idx;
 SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_changed') AS differences;
 ROLLBACK;
 SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 
--- Another B-tree with the same columns serves as well; a hash index or a partial one does not.
+-- Another B-tree led by the band's key column serves as well; a hash index, a partial one or
+-- one led by another column does not.
+BEGIN;
+DROP INDEX notes_minhash_bands_key1_idx;
+CREATE INDEX notes_hash ON notes_minhash_bands USING hash (key1);
+CREATE INDEX notes_partial ON notes_minhash_bands (key1) WHERE id > 0;
+CREATE INDEX notes_second ON notes_minhash_bands (id, key1);
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
+SELECT pg_temp.differences('direct_fresh') AS differences;
+CREATE INDEX notes_other ON notes_minhash_bands (key1, id) INCLUDE (sketch2);
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
+SELECT pg_temp.differences('direct_fresh') AS differences;
+ROLLBACK;
+
+-- Of format 1 (format => 1): one B-tree (key, id) INCLUDE (sketch1, sketch2), read alone; the
+-- same rows, read directly and by SQL.
+SELECT minhash_index_rebuild('notes', format => 1) > 0 AS rebuilt;
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
+SELECT pg_temp.differences('direct_fresh') AS differences;
+BEGIN;
+DELETE FROM notes WHERE id IN (10, 11);
+UPDATE notes SET body = 'a completely different text now' WHERE id = 20;
+INSERT INTO notes VALUES (1000, (SELECT body FROM notes WHERE id = 30) || '?');
+CREATE TEMP TABLE direct_changed AS SELECT * FROM pg_temp.all_lookups();
+DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
+SELECT * FROM minhash_internal._minhash_direct_reads('notes');
+SELECT pg_temp.differences('direct_changed') AS differences;
+ROLLBACK;
+-- another B-tree with the same columns in any order after the key serves as well; a hash
+-- index or a partial one does not
 BEGIN;
 DROP INDEX notes_minhash_bands_key_id_sketch1_sketch2_idx;
 CREATE INDEX notes_hash ON notes_minhash_bands USING hash (key);
@@ -80,6 +110,7 @@ CREATE INDEX notes_other ON notes_minhash_bands (key) INCLUDE (sketch2, id, sket
 SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT pg_temp.differences('direct_fresh') AS differences;
 ROLLBACK;
+SELECT minhash_index_rebuild('notes', format => 2) > 0 AS rebuilt;
 
 -- A renamed band table is followed.
 ALTER TABLE notes_minhash_bands RENAME TO notes_bands_renamed;

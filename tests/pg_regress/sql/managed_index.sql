@@ -15,8 +15,9 @@ INSERT INTO articles VALUES
   (10, 'Nothing', NULL),
   (11, 'Spaces', E' \t ');
 
--- One call: band table, btree index, backfill, triggers, catalog row. With bands NULL it
--- takes the first recommendation of lsh_params(threshold, k).
+-- One call: band table, B-trees, backfill, triggers, catalog row. With bands NULL it takes
+-- the first recommendation of lsh_params(threshold, k); with format NULL, band table format 2:
+-- a row per indexed row with its band keys side by side, a B-tree on the id and one per band.
 SELECT minhash_index_create('articles', 'id', 'body', threshold => 0.8);
 SELECT tbl, id_column, text_column, band_table, k, ngram, unit, threshold, bands, rows_per_band
 FROM minhash_indexes;
@@ -57,8 +58,8 @@ ROLLBACK;
 SELECT * FROM minhash_index_stats('articles');
 
 -- The two queries minhash_similar and the insert trigger prepare: candidates with their
--- sketches from the (key, id) INCLUDE (sketch1, sketch2) index alone, then the texts of those
--- the sketch keeps by the table's primary key.
+-- sketches, band i's through the B-tree on key<i>, then the texts of those the sketch keeps by
+-- the table's primary key.
 SELECT format('PREPARE %s(int8[]) AS %s', step, query) FROM minhash_internal._minhash_lookup_sql('articles') \gexec
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
@@ -68,6 +69,20 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 DEALLOCATE bands;
 DEALLOCATE rows;
+-- Of format 1 (format => 1, a row per indexed row and band): the candidates with their
+-- sketches from its one B-tree (key, id) INCLUDE (sketch1, sketch2) alone.
+SELECT minhash_index_rebuild('articles', format => 1) AS rows_read;
+SELECT count(DISTINCT id) AS rows_indexed, count(*) AS band_rows FROM articles_minhash_bands;
+SELECT format('PREPARE %s(int8[]) AS %s', step, query) FROM minhash_internal._minhash_lookup_sql('articles') \gexec
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) EXECUTE bands(lsh_bands(minhash('some text'), 16, 6));
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+DEALLOCATE bands;
+DEALLOCATE rows;
+SELECT * FROM minhash_similar('articles', 'How do I reverse a string in Python? I tried slicing but got confused!');
+SELECT minhash_index_rebuild('articles', format => 2) AS rows_read;
 
 -- 10,000 copies of one text form one cluster; a text is stored once however many rows have it,
 -- so this costs one signature and no verification, rather than 50 million.
@@ -114,12 +129,12 @@ SELECT minhash_index_drop('letters');
 DROP TABLE letters;
 
 -- Rebuilding from scratch gives the same band rows.
-CREATE TEMP TABLE before AS SELECT id, key FROM articles_minhash_bands;
+CREATE TEMP TABLE before AS SELECT * FROM articles_minhash_bands;
 SELECT minhash_index_rebuild('articles') AS rows_read;
 SELECT count(*) AS differences FROM (
-  (SELECT * FROM before EXCEPT ALL SELECT id, key FROM articles_minhash_bands)
+  (TABLE before EXCEPT ALL TABLE articles_minhash_bands)
   UNION ALL
-  (SELECT id, key FROM articles_minhash_bands EXCEPT ALL SELECT * FROM before)) d;
+  (TABLE articles_minhash_bands EXCEPT ALL TABLE before)) d;
 
 -- Dropping removes the band table, its triggers and the catalog row.
 SELECT minhash_index_drop('articles');

@@ -261,11 +261,25 @@ SELECT count(*) AS rows, check_of('claimed') FROM claimed;
 BEGIN;
 INSERT INTO claimed VALUES (3, 'a', 'another row that conflicts on its slug', NULL)
 ON CONFLICT (slug) DO NOTHING;
-CLUSTER claimed_minhash_bands USING claimed_minhash_bands_key_id_sketch1_sketch2_idx;
+CLUSTER claimed_minhash_bands USING claimed_minhash_bands_id_idx;
 COMMIT;
 SELECT count(*) AS rows, check_of('claimed') FROM claimed;
 -- the near-duplicate is still refused after both
 SELECT try($$INSERT INTO claimed VALUES (4, 'c', 'the first row of the claimed table!', NULL)$$);
+-- the same of format 1, a band row per row and band
+SELECT minhash_index_rebuild('claimed', format => 1) > 0 AS rebuilt;
+BEGIN;
+INSERT INTO claimed VALUES (5, 'a', 'a row of format 1 that conflicts on its slug', NULL)
+ON CONFLICT (slug) DO NOTHING;
+SAVEPOINT s;
+INSERT INTO claimed VALUES (5, 'd', 'a row of format 1 that conflicts on its slug', 0);
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO claimed VALUES (6, 'a', 'another row of format 1 that conflicts on its slug', NULL)
+ON CONFLICT (slug) DO NOTHING;
+CLUSTER claimed_minhash_bands USING claimed_minhash_bands_key_id_sketch1_sketch2_idx;
+COMMIT;
+SELECT count(*) AS rows, check_of('claimed') FROM claimed;
+SELECT try($$INSERT INTO claimed VALUES (7, 'e', 'the first row of the claimed table!', NULL)$$);
 
 DROP TABLE att_docs, att_int, att_snapshot, att_tree, att_tree_2, vic_events, persist, persist_tree, claimed, "größe";
 DROP SCHEMA mal CASCADE;

@@ -83,7 +83,10 @@ BEGIN
 END $$;
 CREATE TEMP VIEW new_rows AS SELECT 1::bigint AS id, 'x' || public.escalate() AS body;
 CREATE TEMP VIEW old_rows AS SELECT 1::bigint AS id, 'x' || public.escalate() AS body;
-CREATE TEMP TABLE questions_minhash_bands (id bigint, key bigint, sketch1 bigint, sketch2 bigint);
+-- (with the columns of the band table of format 2, the default: key1 ... key16)
+SELECT format('CREATE TEMP TABLE questions_minhash_bands (id bigint, sketch1 bigint, sketch2 bigint, %s)',
+              string_agg(format('key%s bigint', i), ', ' ORDER BY i))
+FROM generate_series(1, 16) i \gexec
 CREATE TEMP TABLE z (id bigint PRIMARY KEY, body text);
 CREATE TABLE mine (id bigint PRIMARY KEY, body text);
 -- attach(...): creates the trigger, fires it once and drops it again
@@ -159,6 +162,7 @@ SET ROLE regress_sec_attacker;
 SELECT try($$SELECT minhash_index_rebuild('questions')$$);
 SELECT try($$SELECT minhash_index_rebuild('questions', format => 1)$$);
 SELECT try($$SELECT minhash_internal._minhash_band_reshape(NULL::minhash_indexes, 1)$$);
+SELECT try($$SELECT minhash_internal._minhash_band_reshape(i, 1) FROM minhash_indexes i WHERE i.tbl = 'questions'::regclass$$);
 SELECT try($$SELECT minhash_index_drop('secrets')$$);
 SELECT try($$SELECT * FROM minhash_index_check('questions')$$);
 SELECT try($$SELECT * FROM minhash_index_stats('questions')$$);

@@ -20,10 +20,10 @@ UPDATE notes SET body = NULL WHERE id = 4;
 SELECT * FROM health, indexed;
 
 -- An UPDATE of another column leaves the band rows untouched.
-CREATE TEMP TABLE before AS SELECT ctid AS tid, id, key FROM notes_minhash_bands;
+CREATE TEMP TABLE before AS SELECT ctid AS tid, b.* FROM notes_minhash_bands b;
 UPDATE notes SET tag = 'x';
 SELECT count(*) AS rewritten_band_rows FROM (
-  SELECT ctid, id, key FROM notes_minhash_bands EXCEPT SELECT * FROM before) r;
+  SELECT ctid, b.* FROM notes_minhash_bands b EXCEPT SELECT * FROM before) r;
 
 -- DELETE
 DELETE FROM notes WHERE id IN (7, 30);
@@ -56,16 +56,38 @@ SELECT * FROM health, (SELECT count(*) AS band_rows FROM notes_minhash_bands) c;
 INSERT INTO notes VALUES (1, 'back again');
 SELECT * FROM health, indexed;
 
--- minhash_index_check notices damage; minhash_index_rebuild repairs it.
+-- minhash_index_check notices damage, counted in band rows (a row's band key and sketch in one
+-- band); minhash_index_rebuild repairs it. Row 2, written while the sync trigger was off, has
+-- its 16 band rows missing; a forged row of the band table (format 2, the default: one row per
+-- row, its 16 band keys side by side) is 16 orphaned ones.
 ALTER TABLE notes DISABLE TRIGGER minhash_sync_insert;
 INSERT INTO notes VALUES (2, 'written while the trigger was off');
 ALTER TABLE notes ENABLE TRIGGER minhash_sync_insert;
 -- (its load trigger drops rows written into the band table of an indexed table by SQL)
 ALTER TABLE notes_minhash_bands DISABLE TRIGGER minhash_bands_load;
+SELECT format('INSERT INTO notes_minhash_bands VALUES (99, 0, 0, %s)', string_agg((12345 + i)::text, ', ' ORDER BY i))
+FROM generate_series(1, 16) i \gexec
+ALTER TABLE notes_minhash_bands ENABLE TRIGGER minhash_bands_load;
+SELECT * FROM health;
+-- a wrong key is damage too: one band row of row 1 missing, one orphaned
+UPDATE notes_minhash_bands SET key5 = key5 + 1 WHERE id = 1;
+SELECT * FROM health;
+-- and a wrong sketch: row 1's sketch is that of all its 16 band rows, all missing now, and 16
+-- wrong ones orphaned
+UPDATE notes_minhash_bands SET sketch2 = sketch2 # 1 WHERE id = 1;
+SELECT * FROM health;
+SELECT minhash_index_rebuild('notes') AS rows_read;
+SELECT * FROM health, indexed;
+-- Of format 1 (a band row per row and band): a forged band row is one orphaned; a wrong
+-- sketch in one band row, one missing and one orphaned.
+SELECT minhash_index_rebuild('notes', format => 1) AS rows_read;
+ALTER TABLE notes DISABLE TRIGGER minhash_sync_insert;
+INSERT INTO notes VALUES (3, 'also written while the trigger was off');
+ALTER TABLE notes ENABLE TRIGGER minhash_sync_insert;
+ALTER TABLE notes_minhash_bands DISABLE TRIGGER minhash_bands_load;
 INSERT INTO notes_minhash_bands VALUES (99, 12345, 0, 0);
 ALTER TABLE notes_minhash_bands ENABLE TRIGGER minhash_bands_load;
 SELECT * FROM health;
--- a wrong sketch is damage too: one band row of row 1 missing, one orphaned
 UPDATE notes_minhash_bands SET sketch2 = sketch2 # 1
 WHERE ctid = (SELECT min(ctid) FROM notes_minhash_bands WHERE id = 1);
 SELECT * FROM health;

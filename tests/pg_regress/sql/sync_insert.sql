@@ -1,29 +1,61 @@
--- Inserts write band rows through one prepared INSERT per batch (_minhash_sync): exactly the
--- rows _minhash_band_values gives, as the table's owner; a band table that is no longer the
--- plain table it was is refused.
+-- Inserts write band rows through one prepared INSERT per batch of 10,000 (_minhash_sync):
+-- exactly the rows _minhash_band_values gives, as the table's owner; a band table that is no
+-- longer the plain table it was is refused.
 SET client_min_messages = warning;
 CREATE TABLE bulk (id int UNIQUE, body text);
 SELECT minhash_index_create('bulk', 'id', 'body') IS NOT NULL AS created;
-SELECT bands, rows_per_band FROM minhash_indexes WHERE tbl = 'bulk'::regclass;
--- Band rows that differ from what _minhash_band_values gives for the table's rows, either way.
+SELECT bands, rows_per_band, format FROM minhash_indexes WHERE tbl = 'bulk'::regclass;
+-- Band table rows that differ from what _minhash_band_values gives for the table's rows, either
+-- way: of format 2 (the default), one per row, (id, sketch1, sketch2, key1, ..., key16).
 CREATE FUNCTION pg_temp.band_diff() RETURNS TABLE (missing bigint, extra bigint) LANGUAGE sql AS $$
     WITH want AS (
-        SELECT s.id, unnest(s.v[1:16]) AS key, s.v[17] AS sketch1, s.v[18] AS sketch2
+        SELECT s.id, s.v[17] AS sketch1, s.v[18] AS sketch2, s.v[1:16] AS keys
         FROM (SELECT id, minhash_internal._minhash_band_values(body, 128, 5, 'char', 16, 6) AS v FROM bulk) s
         WHERE s.v IS NOT NULL),
-    got AS (SELECT id, key, sketch1, sketch2 FROM bulk_minhash_bands)
+    got AS (SELECT id, sketch1, sketch2,
+                   ARRAY[key1, key2, key3, key4, key5, key6, key7, key8,
+                         key9, key10, key11, key12, key13, key14, key15, key16] AS keys
+            FROM bulk_minhash_bands)
     SELECT (SELECT count(*) FROM (TABLE want EXCEPT ALL TABLE got) m),
            (SELECT count(*) FROM (TABLE got EXCEPT ALL TABLE want) e)
 $$;
 
-
--- One statement of 2,500 rows: 40,000 band rows, written 10,000 at a time; NULL and blank texts
--- get none.
+-- One statement of 12,000 rows: 11,952 band rows, written 10,000 at a time; NULL and blank
+-- texts get none. One statement deletes them again, their band rows 10,000 at a time.
+INSERT INTO bulk SELECT 100000 + g, CASE WHEN g % 500 = 0 THEN NULL WHEN g % 499 = 0 THEN ' '
+                                         ELSE 'generated row number ' || g || ' of the bulk insert' END
+FROM generate_series(1, 12000) g;
+SELECT count(*) AS band_rows, count(DISTINCT id) AS ids FROM bulk_minhash_bands;
+SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
+DELETE FROM bulk WHERE id > 100000;
+SELECT count(*) AS band_rows FROM bulk_minhash_bands;
+-- and 2,500 rows, which stay
 INSERT INTO bulk SELECT g, CASE WHEN g % 500 = 0 THEN NULL WHEN g % 499 = 0 THEN ' '
                                ELSE 'generated row number ' || g || ' of the bulk insert' END
 FROM generate_series(1, 2500) g;
 SELECT count(*) AS band_rows, count(DISTINCT id) AS ids FROM bulk_minhash_bands;
 SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
+
+-- Of format 1, a band row per row and band, (id, key, sketch1, sketch2): one statement of
+-- 2,500 rows, 39,840 band rows, written 10,000 at a time.
+CREATE TABLE bulk1 (id int UNIQUE, body text);
+SELECT minhash_index_create('bulk1', 'id', 'body', format => 1) IS NOT NULL AS created;
+CREATE FUNCTION pg_temp.band_diff1() RETURNS TABLE (missing bigint, extra bigint) LANGUAGE sql AS $$
+    WITH want AS (
+        SELECT s.id, unnest(s.v[1:16]) AS key, s.v[17] AS sketch1, s.v[18] AS sketch2
+        FROM (SELECT id, minhash_internal._minhash_band_values(body, 128, 5, 'char', 16, 6) AS v FROM bulk1) s
+        WHERE s.v IS NOT NULL),
+    got AS (SELECT id, key, sketch1, sketch2 FROM bulk1_minhash_bands)
+    SELECT (SELECT count(*) FROM (TABLE want EXCEPT ALL TABLE got) m),
+           (SELECT count(*) FROM (TABLE got EXCEPT ALL TABLE want) e)
+$$;
+INSERT INTO bulk1 SELECT g, CASE WHEN g % 500 = 0 THEN NULL WHEN g % 499 = 0 THEN ' '
+                                ELSE 'generated row number ' || g || ' of the bulk insert' END
+FROM generate_series(1, 2500) g;
+SELECT count(*) AS band_rows, count(DISTINCT id) AS ids FROM bulk1_minhash_bands;
+SELECT * FROM pg_temp.band_diff1(), minhash_index_check('bulk1');
+SELECT minhash_index_drop('bulk1');
+DROP TABLE bulk1;
 
 -- A NULL id (the unique column allows it) with a text: the band table's id is NOT NULL, so the
 -- insert fails as an INSERT into it would; without a text it has no band rows.
@@ -65,17 +97,17 @@ INSERT INTO bulk VALUES (4002, 'a row after the column was dropped again');
 SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');
 
 -- A unique (partial) index on the band table holds: two equal texts share their keys.
-CREATE UNIQUE INDEX one_row_per_key ON bulk_minhash_bands (key) WHERE id > 4002;
+CREATE UNIQUE INDEX one_row_per_key ON bulk_minhash_bands (key1) WHERE id > 4002;
 SELECT try($$INSERT INTO bulk VALUES (4003, 'twice in one band table'), (4004, 'twice in one band table')$$);
 INSERT INTO bulk VALUES (4003, 'once in one band table');
 DROP INDEX one_row_per_key;
 -- So does an exclusion constraint, which the executor checks as it inserts.
-ALTER TABLE bulk_minhash_bands ADD CONSTRAINT one_key EXCLUDE USING btree (key WITH =) WHERE (id > 4003);
+ALTER TABLE bulk_minhash_bands ADD CONSTRAINT one_key EXCLUDE USING btree (key1 WITH =) WHERE (id > 4003);
 SELECT try($$INSERT INTO bulk VALUES (4004, 'twice under an exclusion constraint'), (4005, 'twice under an exclusion constraint')$$);
 INSERT INTO bulk VALUES (4004, 'once under an exclusion constraint');
 ALTER TABLE bulk_minhash_bands DROP CONSTRAINT one_key;
 -- A deferrable unique constraint (a trigger on the band table) is refused.
-ALTER TABLE bulk_minhash_bands ADD CONSTRAINT one_row_per_band UNIQUE (key, id) DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE bulk_minhash_bands ADD CONSTRAINT one_row_per_band UNIQUE (key1, id) DEFERRABLE INITIALLY DEFERRED;
 SELECT try($$INSERT INTO bulk VALUES (4005, 'a row under a deferred constraint')$$);
 ALTER TABLE bulk_minhash_bands DROP CONSTRAINT one_row_per_band;
 SELECT * FROM pg_temp.band_diff(), minhash_index_check('bulk');

@@ -19,7 +19,7 @@ LANGUAGE sql AS $$
 $$;
 
 BEGIN;
--- one statement of 100 rows: 16 band rows each
+-- one statement of 100 rows: one band row each (format 2, the default: a row per row)
 INSERT INTO written SELECT g, 'row number ' || g || ' of the write path test'
 FROM generate_series(1, 100) g;
 SELECT * FROM pg_temp.band_writes();
@@ -47,6 +47,32 @@ DROP TRIGGER flag ON written;
 -- the backfill writes around the load trigger: inserted grows, through_executor does not
 SELECT minhash_index_rebuild('written');
 SELECT * FROM pg_temp.band_writes();
+COMMIT;
+SELECT * FROM minhash_index_check('written');
+-- Of format 1 (a row per row and band): 16 band rows per row, each through the executor.
+-- (Counted from the start of the transaction: the earlier transactions' counts may not have
+-- been flushed to the statistics yet, which the xact views would add.)
+SELECT minhash_index_rebuild('written', format => 1);
+BEGIN;
+CREATE TEMP TABLE earlier_writes AS SELECT * FROM pg_temp.band_writes();
+CREATE FUNCTION pg_temp.new_band_writes() RETURNS TABLE (band_rows bigint, inserted bigint, through_executor bigint)
+LANGUAGE sql AS $$
+    SELECT w.band_rows, w.inserted - e.inserted, w.through_executor - e.through_executor
+    FROM pg_temp.band_writes() w, earlier_writes e
+$$;
+INSERT INTO written SELECT g, 'row number ' || g || ' of the write path test'
+FROM generate_series(201, 210) g;
+SELECT * FROM pg_temp.new_band_writes();
+UPDATE written SET body = 'row number 207 of the write path test, changed' WHERE id = 207;
+SELECT * FROM pg_temp.new_band_writes();
+CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON written
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
+INSERT INTO written (id, body) VALUES (211, 'row number 205 of the write path test!');
+SELECT id, duplicate_of FROM written WHERE id = 211;
+SELECT * FROM pg_temp.new_band_writes();
+INSERT INTO written (id, body) VALUES (211, 'a row that is never inserted') ON CONFLICT DO NOTHING;
+SELECT * FROM pg_temp.new_band_writes();
+DROP TRIGGER flag ON written;
 COMMIT;
 SELECT * FROM minhash_index_check('written');
 SELECT minhash_index_drop('written');
