@@ -326,6 +326,10 @@ DECLARE
     idx regclass;
     columns text;
 BEGIN
+    IF cfg.band_table IS NULL OR cfg.bands IS NULL OR target IS NULL THEN
+        RAISE EXCEPTION 'the catalog row and the format must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
         EXECUTE format('DROP INDEX %s', idx);
     END LOOP;

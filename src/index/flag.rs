@@ -22,7 +22,7 @@ use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 
 use super::access::Index;
-use super::band::band_entry;
+use super::band::{band_entry, BandFormat};
 use super::catalog::refuse_newer_index;
 use super::citus::nested_execution;
 use super::extension::Extension;
@@ -65,13 +65,17 @@ fn conflicts(
                 "the minhash index of {} lacks the indexes a duplicate check reads",
                 regclass_name(cfg.def.tbl)
             ),
-            Some(
-                "The band table needs its (key, id) index and the table a unique index on \
-                 the id alone (each partition of a partitioned table an index whose first \
-                 column is the id: CREATE INDEX ON table (id)); drop the index with \
-                 minhash_index_drop() and create it again."
-                    .into(),
-            ),
+            Some(format!(
+                "The band table needs {} and the table a unique index on the id alone (each \
+                 partition of a partitioned table an index whose first column is the id: \
+                 CREATE INDEX ON table (id)); drop the index with minhash_index_drop() and \
+                 create it again.",
+                match cfg.def.format {
+                    BandFormat::PerBand => "its (key, id) index".to_owned(),
+                    BandFormat::PerRow =>
+                        format!("its B-trees on key1 to key{}", cfg.def.banding.bands),
+                }
+            )),
         )
     };
     let band_index = cfg.placement.band_index().unwrap_or_else(|| missing());

@@ -171,8 +171,8 @@ SELECT probe, count(*) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM p
 GROUP BY probe ORDER BY probe;
 SELECT probe, id, pg_typeof(id) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM probes WHERE n = 1)],
                                                    NULL::bigint, max_results => 1);
--- a threshold below the index's: a NOTICE with the probability a pair at it is found; none
--- at or above it
+-- a threshold below the index's: from 0.5 up, full recall (a scan of the sketches) and no
+-- NOTICE; below 0.5, a NOTICE with the probability a pair at it is found
 SET client_min_messages = notice;
 SELECT count(*) FROM minhash_similar('catalog', (SELECT body FROM probes WHERE n = 1), threshold => 0.5);
 SELECT count(*) FROM minhash_matches('catalog', ARRAY[(SELECT body FROM probes WHERE n = 1)], threshold => 0.45);
