@@ -62,7 +62,8 @@ CREATE TABLE docs_local (id bigint PRIMARY KEY, body text, dup_of bigint);
 INSERT INTO docs (id, body) SELECT * FROM corpus(2000);
 INSERT INTO docs_local (id, body) SELECT * FROM corpus(2000);
 SELECT minhash_index_create('docs', 'id', 'body', threshold => 0.7);
-SELECT minhash_index_create('docs_local', 'id', 'body', threshold => 0.7);
+-- (format 1 like the Citus table's, so that their band rows compare one to one)
+SELECT minhash_index_create('docs_local', 'id', 'body', threshold => 0.7, format => 1);
 EOF
 
 check() { # check TABLE LABEL: the index of TABLE is exact
@@ -77,6 +78,8 @@ q <<'EOF'
 SELECT check_eq('band table co-located',
     (SELECT count(*) FROM pg_dist_partition p JOIN pg_dist_partition b ON b.colocationid = p.colocationid
      WHERE p.logicalrelid = 'docs'::regclass AND b.logicalrelid = 'docs_minhash_bands'::regclass), 1);
+SELECT check_eq('a Citus table gets band table format 1',
+    (SELECT format FROM minhash_indexes WHERE tbl = 'docs'::regclass), 1);
 SELECT check_eq('band rows on the workers', (SELECT count(*) FROM docs_minhash_bands),
                 (SELECT count(*) FROM docs_local_minhash_bands));
 EOF
@@ -175,8 +178,18 @@ SELECT check_eq('similar equal',
     (SELECT count(*) FROM ((SELECT * FROM minhash_similar('docs', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('docs_local', corpus_text(5)))
                            UNION ALL (SELECT * FROM minhash_similar('docs_local', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('docs', corpus_text(5)))) x), 0);
 SELECT check_eq('similar finds the copies', (SELECT count(*) FROM minhash_similar('docs', corpus_text(5))), 2);
+-- below the index's threshold and the k most similar: the scan of the sketches, through Citus
+CREATE TEMP TABLE low_d AS
+SELECT g, s.* FROM generate_series(1, 40, 7) g, minhash_similar('docs', corpus_text(g), threshold => 0.5) s
+UNION ALL SELECT -g, s.* FROM generate_series(1, 40, 7) g, minhash_similar('docs', corpus_text(g), k => 5) s;
+CREATE TEMP TABLE low_l AS
+SELECT g, s.* FROM generate_series(1, 40, 7) g, minhash_similar('docs_local', corpus_text(g), threshold => 0.5) s
+UNION ALL SELECT -g, s.* FROM generate_series(1, 40, 7) g, minhash_similar('docs_local', corpus_text(g), k => 5) s;
+SELECT check_eq('threshold 0.5 and k => 5 equal',
+    (SELECT count(*) FROM ((TABLE low_d EXCEPT TABLE low_l) UNION ALL (TABLE low_l EXCEPT TABLE low_d)) x), 0);
+SELECT check_eq('k => 5 rows', (SELECT count(*) FROM low_d WHERE g < 0), 30);
 EOF
-echo "ok: similar, matches, duplicates and clusters equal the plain table's"
+echo "ok: similar (also at 0.5 and with k), matches, duplicates and clusters equal the plain table's"
 
 # Rebuild and stats, as on the plain table; the check sees band rows deleted behind its back.
 q <<'EOF2'
@@ -205,7 +218,7 @@ CREATE TABLE udocs_local (id uuid PRIMARY KEY, body text);
 INSERT INTO udocs SELECT md5(id::text)::uuid, body FROM corpus(400);
 INSERT INTO udocs_local SELECT * FROM udocs;
 SELECT minhash_index_create('udocs', 'id', 'body', threshold => 0.7);
-SELECT minhash_index_create('udocs_local', 'id', 'body', threshold => 0.7);
+SELECT minhash_index_create('udocs_local', 'id', 'body', threshold => 0.7, format => 1);
 SELECT check_eq('uuid duplicates equal',
     (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('udocs', NULL::uuid) EXCEPT SELECT * FROM minhash_duplicates('udocs_local', NULL::uuid))
                            UNION ALL (SELECT * FROM minhash_duplicates('udocs_local', NULL::uuid) EXCEPT SELECT * FROM minhash_duplicates('udocs', NULL::uuid))) x), 0);
@@ -305,7 +318,7 @@ DELETE FROM refdocs WHERE id % 9 = 0;
 SELECT check_eq('reference band table', (SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'refdocs_minhash_bands'::regclass AND repmodel = 't'), 1);
 CREATE TABLE refdocs_local (id bigint PRIMARY KEY, body text);
 INSERT INTO refdocs_local SELECT * FROM refdocs;
-SELECT minhash_index_create('refdocs_local', 'id', 'body', threshold => 0.7);
+SELECT minhash_index_create('refdocs_local', 'id', 'body', threshold => 0.7, format => 1);
 SELECT check_eq('reference table duplicates equal',
     (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('refdocs') EXCEPT SELECT * FROM minhash_duplicates('refdocs_local'))
                            UNION ALL (SELECT * FROM minhash_duplicates('refdocs_local') EXCEPT SELECT * FROM minhash_duplicates('refdocs'))) x), 0);
