@@ -616,16 +616,17 @@ def nearest(table, text_column, probes, quick):
     for threshold in (0.8, 0.7, 0.6, 0.5, None):
         if threshold is None:
             args, label = "NULL, 10", "k = 10"
-            hits_sql = """SELECT count(*) FROM runs, unnest(runs.ids) i
-                          JOIN nn_truth x ON x.probe = runs.probe AND x.id = i
-                          WHERE x.s >= (SELECT min(s) FROM nn_truth y WHERE y.probe = runs.probe AND y.r <= 10)"""
+            hits_sql = """SELECT count(*) FROM runs r CROSS JOIN LATERAL unnest(r.ids) i(id)
+                          JOIN nn_truth x ON x.probe = r.probe AND x.id = i.id
+                          WHERE x.s >= (SELECT min(y.s) FROM nn_truth y WHERE y.probe = r.probe AND y.r <= 10)"""
             wanted_sql = "SELECT sum(least(10, (SELECT count(*) FROM nn_truth y WHERE y.probe = p.probe AND y.r <= 10))) FROM nn_probes p"
         else:
             args, label = f"{threshold}, NULL", f"threshold {threshold}"
-            hits_sql = f"""SELECT count(*) FROM runs, unnest(runs.ids) i
-                           JOIN nn_truth x ON x.probe = runs.probe AND x.id = i WHERE x.s >= {threshold}"""
+            hits_sql = f"""SELECT count(*) FROM runs r CROSS JOIN LATERAL unnest(r.ids) i(id)
+                           JOIN nn_truth x ON x.probe = r.probe AND x.id = i.id WHERE x.s >= {threshold}"""
             wanted_sql = f"SELECT count(*) FROM nn_truth WHERE s >= {threshold}"
         out = psql(f"""SET client_min_messages = warning;
+            DROP TABLE IF EXISTS runs;
             CREATE TEMP TABLE runs AS SELECT * FROM nn_lookups({args});
             SELECT ({hits_sql}) || ' ' || ({wanted_sql}) || ' ' ||
                    percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) || ' ' ||
