@@ -182,12 +182,18 @@ $$;
 
 CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
 RETURNS int
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    setting text := nullif(current_setting('pg_minhash.default_format', true), '');
 BEGIN
     IF format IS NULL THEN
-        RETURN CASE WHEN bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
+        IF setting IS NOT NULL AND setting NOT IN ('1', '2') THEN
+            RAISE EXCEPTION 'pg_minhash.default_format must be 1 or 2, got %', setting
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN CASE WHEN setting = '2' AND bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
     ELSIF format NOT IN (1, 2) THEN
         RAISE EXCEPTION 'format must be 1 or 2, got %', format
             USING ERRCODE = 'invalid_parameter_value';
@@ -228,6 +234,10 @@ DECLARE
     idx regclass;
     columns text;
 BEGIN
+    IF cfg.band_table IS NULL OR cfg.bands IS NULL OR target IS NULL THEN
+        RAISE EXCEPTION 'the catalog row and the format must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
         EXECUTE format('DROP INDEX %s', idx);
     END LOOP;

@@ -291,17 +291,24 @@ BEGIN
     RETURN band;
 END $$;
 
--- The band table format `format` (1 or 2; NULL: 2 where it is available, else 1) for an
--- index of `bands` bands of a table that is `citus_kind` to Citus (NULL: none): 22023 for
--- another value, 0A000 for format 2 beyond 64 bands (a B-tree per band) or on a Citus table.
+-- The band table format `format` (1 or 2; NULL: the setting pg_minhash.default_format, 1 if
+-- unset, and 1 where format 2 is not available) for an index of `bands` bands of a table that
+-- is `citus_kind` to Citus (NULL: none): 22023 for another value (of the argument or the
+-- setting), 0A000 for format 2 beyond 64 bands (a B-tree per band) or on a Citus table.
 CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
 RETURNS int
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    setting text := nullif(current_setting('pg_minhash.default_format', true), '');
 BEGIN
     IF format IS NULL THEN
-        RETURN CASE WHEN bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
+        IF setting IS NOT NULL AND setting NOT IN ('1', '2') THEN
+            RAISE EXCEPTION 'pg_minhash.default_format must be 1 or 2, got %', setting
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN CASE WHEN setting = '2' AND bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
     ELSIF format NOT IN (1, 2) THEN
         RAISE EXCEPTION 'format must be 1 or 2, got %', format
             USING ERRCODE = 'invalid_parameter_value';

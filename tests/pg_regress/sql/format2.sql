@@ -1,6 +1,7 @@
 -- Band table format 2 (docs/contract.md): one row per row, its band keys side by side, a
--- B-tree per band, the default (format => NULL) for at most 64 bands. Every answer equals
--- that of a format 1 index (format => 1) of the same rows.
+-- B-tree per band; where format is NULL, what pg_minhash.default_format says (setup.sql sets
+-- it to 2 for this database), for at most 64 bands. Every answer equals that of a format 1
+-- index (format => 1) of the same rows.
 SET client_min_messages = warning;
 CREATE TABLE f1 (id int PRIMARY KEY, body text, dup int);
 CREATE TABLE f2 (id int PRIMARY KEY, body text, dup int);
@@ -85,8 +86,8 @@ SELECT rows_indexed, keys FROM minhash_index_stats('f1');
 SELECT minhash_index_rebuild('f2', format => 3);
 SELECT minhash_index_create('f1', 'id', 'body', bands => 128, format => 2);
 \set VERBOSITY default
--- format NULL, the default: 2 for at most 64 bands (on a table that is not a Citus table),
--- else 1
+-- format NULL with pg_minhash.default_format = 2: 2 for at most 64 bands (on a table that is
+-- not a Citus table), else 1
 CREATE TABLE f3 (id int PRIMARY KEY, body text);
 INSERT INTO f3 SELECT id, body FROM f1 WHERE id % 10 = 0;
 SELECT minhash_index_create('f3', 'id', 'body', format => NULL) IS NOT NULL AS created;
@@ -95,6 +96,19 @@ SELECT minhash_index_create('f3', 'id', 'body', bands => 128, rows_per_band => 1
 SELECT i.bands, i.format, (SELECT count(*) FROM pg_index x WHERE x.indrelid = i.band_table) AS btrees,
        minhash_index_check(i.band_table) AS check
 FROM minhash_indexes i WHERE tbl = 'f3'::regclass ORDER BY i.bands;
+-- the setting: unset (or empty), format 1; not 1 or 2, 22023
+CREATE TABLE f4 (id int PRIMARY KEY, body text);
+SET pg_minhash.default_format = '';
+SELECT minhash_index_create('f4', 'id', 'body') IS NOT NULL AS created;
+SET pg_minhash.default_format = 1;
+SELECT minhash_index_create('f4', 'id', 'body', ngram => 4) IS NOT NULL AS created;
+SELECT ngram, format FROM minhash_indexes WHERE tbl = 'f4'::regclass ORDER BY ngram;
+SET pg_minhash.default_format = 'two';
+\set VERBOSITY sqlstate
+SELECT minhash_index_create('f4', 'id', 'body', ngram => 3);
+\set VERBOSITY default
+RESET pg_minhash.default_format;
+DROP TABLE f4;
 SELECT minhash_index_drop('f1');
 SELECT minhash_index_drop('f2');
 DROP TABLE f1, f2, f3;
