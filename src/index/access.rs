@@ -344,8 +344,8 @@ impl Index {
 
     /// The query of a lookup that reads the band sketch of every row (`lookup`): `(id,
     /// differing)` of the band rows whose sketch differs from the text's `($1, $2)` in at most
-    /// `$5` of the bits the masks `($3, $4)` keep, fewest differing first. Of format 1, each
-    /// row's sketch comes once per band.
+    /// `$5` of the bits the masks `($3, $4)` keep, fewest differing first, then by id. Of
+    /// format 1, each row's sketch comes once per band, and its band rows one after another.
     fn scan_sql(def: &IndexDef) -> String {
         let differing = |column: &str, sketch: usize, mask: usize| {
             format!(
@@ -357,7 +357,7 @@ impl Index {
             "SELECT s.id, s.differing FROM (
                  SELECT b.id, {} OPERATOR(pg_catalog.+) {} AS differing FROM {} b) s
              WHERE s.differing OPERATOR(pg_catalog.<=) $5
-             ORDER BY s.differing",
+             ORDER BY s.differing, s.id",
             differing("sketch1", 1, 3),
             differing("sketch2", 2, 4),
             qualified_name(def.band_table)

@@ -201,11 +201,12 @@ pub(super) fn traced(
         trace.row_index = verify(cfg, client, doc, &ids, &mut ranked);
     }
     if want.scan && !keys_suffice(ranked.bar(), cfg.def.banding) {
+        // (the rows the band keys found were verified already)
         let mut verified: HashSet<Id> = ids.into_iter().collect();
         if let Some(id) = exclude_id {
             verified.insert(id.clone());
         }
-        let scanned = scan(cfg, client, doc, sketch, &mut verified, &mut ranked);
+        let scanned = scan(cfg, client, doc, sketch, &verified, &mut ranked);
         trace.scan = Some(scanned.0);
         trace.row_index = trace.row_index.or(scanned.1);
     }
@@ -221,7 +222,8 @@ const SCAN_FIRST_BATCH: i64 = 64;
 const SCAN_LAST_BATCH: i64 = 4096;
 
 /// Reads the band sketch of every row of the band table, fewest bits differing from `sketch`
-/// first, and verifies each row not in `verified` that may still reach the bar of `ranked`
+/// first (then by id), and verifies each row not in `verified` that may still reach the bar of
+/// `ranked`
 /// (`core::nearest::max_differing_bits`): once a row differs in more bits, every later one
 /// does too, and the scan stops. Returns what it did, and the index the texts were read
 /// through (as [`verify`]).
@@ -230,7 +232,7 @@ fn scan(
     client: &SpiClient<'_>,
     doc: &str,
     sketch: [u64; 2],
-    verified: &mut HashSet<Id>,
+    verified: &HashSet<Id>,
     ranked: &mut Ranked<Id>,
 ) -> (ScanTrace, Option<pg_sys::Oid>) {
     let k = cfg.def.k;
@@ -263,6 +265,7 @@ fn scan(
         owner,
         |mut cursor| {
             let (mut done, mut size) = (false, SCAN_FIRST_BATCH);
+            let mut last: Option<Id> = None;
             while !done {
                 pg_sys::check_for_interrupts!();
                 let mut batch = Vec::new();
@@ -277,20 +280,27 @@ fn scan(
                         }
                         Ok(())
                     })?;
+                    // SAFETY: the rows just read were copied into `batch`; nothing refers to
+                    // the result any more (SPI would otherwise keep every batch until the end).
+                    unsafe { pg_sys::SPI_freetuptable(pg_sys::SPI_tuptable) };
                     Ok::<_, pgrx::spi::Error>(rows)
                 })
                 .unwrap_or_else(|e| spi_failed(e));
                 trace.rows_read += batch.len();
                 let max_differing = max_differing_bits(k, ranked.bar());
-                let mut ids = Vec::new();
+                let mut ids: Vec<Id> = Vec::new();
                 for (id, differing) in batch {
                     if differing > max_differing {
                         done = true;
                         break;
                     }
-                    if verified.insert(id.clone()) {
-                        ids.push(id);
+                    // (the band rows of one row come one after another: format 1 has one per
+                    // band, all with the row's sketch; the query orders by sketch, then id)
+                    let repeated = last.as_ref() == Some(&id);
+                    if !repeated && !verified.contains(&id) {
+                        ids.push(id.clone());
                     }
+                    last = Some(id);
                 }
                 trace.verified += ids.len();
                 if !ids.is_empty() {
