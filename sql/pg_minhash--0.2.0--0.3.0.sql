@@ -1059,6 +1059,8 @@ END $$;
 
 
 -- minhash_duplicates streams its pairs: SQL functions PostgreSQL inlines into the calling query.
+-- Of a Citus table, minhash_duplicates and minhash_clusters search the rows Citus streams to the
+-- coordinator in memory, as on one node (no repartition join).
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
 RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
@@ -1072,32 +1074,8 @@ AS $$
         CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
         CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
                    minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
         OFFSET 0) s
-    UNION ALL
-    SELECT p.id_a::pg_catalog.int8, p.id_b::pg_catalog.int8, p.similarity
-    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
-    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-    CROSS JOIN LATERAL minhash_internal._minhash_citus_pairs(c, q.threshold) p
-    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
 $$;
-
-
-CREATE FUNCTION minhash_internal._minhash_citus_keyed_pairs(cfg @extschema@.minhash_indexes,
-    id_type anyelement, threshold float8)
-RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT p.id_a::%1$s, p.id_b::%1$s, p.similarity
-         FROM minhash_internal._minhash_citus_pairs($1, $2) p', pg_typeof(id_type))
-    USING cfg, threshold;
-END $$;
-
 
 CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
     threshold float8 DEFAULT NULL)
@@ -1113,18 +1091,48 @@ AS $$
                    c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
         CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
                    minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
         OFFSET 0) s
-    UNION ALL
-    SELECT p.id_a, p.id_b, p.similarity
-    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
-               c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
-    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-    CROSS JOIN LATERAL minhash_internal._minhash_citus_keyed_pairs(c, minhash_duplicates.id_type, q.threshold) p
-    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
 $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
+    mode text DEFAULT 'connected', priority text DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
+BEGIN
+    PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_clusters');
+    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
+                                                           cfg.rows_per_band);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
+        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority), cfg.k, cfg.ngram,
+        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
+    threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL)
+RETURNS TABLE (id anyelement, cluster_id anyelement)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
+    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
+BEGIN
+    PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_clusters');
+    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
+                                                           cfg.rows_per_band);
+    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
+        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
+        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
+END $$;
+
+DROP FUNCTION minhash_internal._minhash_citus_clusters(@extschema@.minhash_indexes, boolean, boolean);
+DROP FUNCTION minhash_internal._minhash_citus_pairs(@extschema@.minhash_indexes, float8);
+DROP FUNCTION minhash_internal._minhash_verify_pairs(text, text[], text[], int, text, float8);
 
 -- The relation a call names is checked to be a table or a partitioned table where it is used
 -- (42809 naming what it is); minhash_index_check and minhash_index_stats report progress and

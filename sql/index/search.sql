@@ -5,10 +5,12 @@
 -- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
 -- with a text, the id as bigint or (typed) in its own type. They search it in memory
 -- (src/core/dedup.rs) rather than joining the band table with itself: signing the text again
--- costs less than reading `bands` band rows per row, and gives the same keys. `ordered` reads
--- the rows in the greedy order of mode 'representative': by `priority` (the caller's ORDER BY
--- list over the table's columns, part of the caller's query, run with the caller's rights),
--- then by id.
+-- costs less than reading `bands` band rows per row, and gives the same keys. Of a Citus table
+-- the query runs through Citus, which streams the rows of every shard to this backend: the
+-- search is the one-node search, with no band rows moved between workers (docs/citus.md).
+-- `ordered` reads the rows in the greedy order of mode 'representative': by `priority` (the
+-- caller's ORDER BY list over the table's columns, part of the caller's query, run with the
+-- caller's rights), then by id.
 CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
     typed boolean, ordered boolean, priority text)
 RETURNS text
@@ -62,61 +64,6 @@ BEGIN
     END IF;
 END $$;
 
--- The near-duplicate pairs of rows of an index of a Citus table, at least `threshold` similar,
--- with ids as text (id_a < id_b). The candidate pairs, rows sharing a band key, are found where
--- the band rows are: a repartition join of the band table with itself on the key (Citus moves
--- band rows between the workers by key), grouped there, so that only distinct pairs come back
--- (never the band rows). They are verified in this backend (_minhash_verify_pairs), which reads
--- the text of each row that is in a pair once. The band table is read as the table's owner;
--- the table with the caller's rights, as minhash_duplicates reads it on one node: rows the
--- caller may not see are in no pair.
-CREATE FUNCTION minhash_internal._minhash_citus_pairs(cfg @extschema@.minhash_indexes, threshold float8)
-RETURNS TABLE (id_a text, id_b text, similarity float8)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    repartition text := current_setting('citus.enable_repartition_joins');
-    pairs jsonb;
-    id_type text := (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                     WHERE a.attrelid = cfg.tbl AND a.attname = cfg.id_column);
-BEGIN
-    PERFORM set_config('citus.enable_repartition_joins', 'on', true);
-    pairs := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'SELECT pg_catalog.jsonb_build_array(coalesce(pg_catalog.array_agg(p.a::pg_catalog.text), ''{}''),
-                                             coalesce(pg_catalog.array_agg(p.b::pg_catalog.text), ''{}''))
-         FROM (SELECT x.id AS a, y.id AS b FROM %1$s x JOIN %1$s y ON x.key OPERATOR(pg_catalog.=) y.key
-               WHERE x.id OPERATOR(pg_catalog.<) y.id GROUP BY x.id, y.id) p', cfg.band_table));
-    PERFORM set_config('citus.enable_repartition_joins', repartition, true);
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_verify_pairs(
-        format('SELECT d.%1$I::pg_catalog.text, d.%2$I::pg_catalog.text FROM %3$s d
-                WHERE d.%1$I OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]::%4$s[])
-                  AND d.%2$I IS NOT NULL',
-               cfg.id_column, cfg.text_column, cfg.tbl, id_type),
-        ARRAY(SELECT pg_catalog.jsonb_array_elements_text(pairs OPERATOR(pg_catalog.->) 0)),
-        ARRAY(SELECT pg_catalog.jsonb_array_elements_text(pairs OPERATOR(pg_catalog.->) 1)),
-        cfg.ngram, cfg.unit, threshold);
-END $$;
-
--- Refuses (0A000) what minhash_clusters does not do on a Citus table: ids of a key type other
--- than an integer (typed), and mode 'representative'.
-CREATE FUNCTION minhash_internal._minhash_citus_clusters(cfg @extschema@.minhash_indexes,
-    typed boolean, ordered boolean)
-RETURNS boolean
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
-        RETURN false;
-    ELSIF typed OR ordered THEN
-        RAISE EXCEPTION 'minhash_clusters of Citus table % takes integer ids in mode ''connected'' only', cfg.tbl
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'minhash_duplicates() gives the pairs of near-duplicates of any key type.';
-    END IF;
-    RETURN true;
-END $$;
-
 -- minhash_duplicates streams its pairs: it is an SQL function PostgreSQL inlines into the
 -- calling query (no SET clause, not STRICT: a subquery, not a function scan that would hold the
 -- whole result), and _minhash_search_pairs makes one pair per call in its target list
@@ -134,31 +81,8 @@ AS $$
         CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
         CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
                    minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
         OFFSET 0) s
-    UNION ALL
-    SELECT p.id_a::pg_catalog.int8, p.id_b::pg_catalog.int8, p.similarity
-    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
-    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-    CROSS JOIN LATERAL minhash_internal._minhash_citus_pairs(c, q.threshold) p
-    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
 $$;
-
--- The pairs of a Citus table's index for the typed minhash_duplicates, ids in id_type's type.
-CREATE FUNCTION minhash_internal._minhash_citus_keyed_pairs(cfg @extschema@.minhash_indexes,
-    id_type anyelement, threshold float8)
-RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT p.id_a::%1$s, p.id_b::%1$s, p.similarity
-         FROM minhash_internal._minhash_citus_pairs($1, $2) p', pg_typeof(id_type))
-    USING cfg, threshold;
-END $$;
 
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
     threshold float8 DEFAULT NULL)
@@ -174,17 +98,7 @@ AS $$
                    c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
         CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
                    minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-        WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NULL
         OFFSET 0) s
-    UNION ALL
-    SELECT p.id_a, p.id_b, p.similarity
-    FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-    CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
-               c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
-    CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-               minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
-    CROSS JOIN LATERAL minhash_internal._minhash_citus_keyed_pairs(c, minhash_duplicates.id_type, q.threshold) p
-    WHERE (minhash_internal._minhash_citus_table(c.tbl)).kind IS NOT NULL
 $$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
@@ -200,14 +114,6 @@ BEGIN
     PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_clusters');
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
-    -- (of a Citus table: the connected components of its pairs, in this backend)
-    IF minhash_internal._minhash_citus_clusters(cfg, false, ordered) THEN
-        RETURN QUERY SELECT c.id, c.cluster_id FROM (
-            SELECT pg_catalog.array_agg(p.id_a::bigint) AS a, pg_catalog.array_agg(p.id_b::bigint) AS b
-            FROM minhash_internal._minhash_citus_pairs(cfg, threshold) p) e
-        CROSS JOIN LATERAL @extschema@.minhash_components(coalesce(e.a, '{}'), coalesce(e.b, '{}')) c;
-        RETURN;
-    END IF;
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
         minhash_internal._minhash_rows_sql(cfg, false, ordered, priority), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
@@ -226,7 +132,6 @@ BEGIN
     PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_clusters');
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
-    PERFORM minhash_internal._minhash_citus_clusters(cfg, true, ordered);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
         minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);

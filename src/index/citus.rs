@@ -16,14 +16,9 @@
 //! `minhash_index_create` made (`sync::BandTable::open`), written as that owner. Whoever could
 //! make such a trigger by hand owns the table, and can write only what that owner may.
 
-use std::collections::HashMap;
-
 use pgrx::prelude::*;
 
-use crate::core::jaccard::ShingleSet;
-use crate::core::params::Shingling;
-use crate::pg::backend::interrupts;
-use crate::pg::error::{raise, OrRaise};
+use crate::pg::error::raise;
 
 use super::extension::Extension;
 use super::owner::SettingScope;
@@ -167,53 +162,15 @@ pub(super) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
-/// Internal to `_minhash_citus_pairs` (sql/index/search.sql): of the candidate pairs `(ids_a[i],
-/// ids_b[i])` (ids as text) that the workers found, those whose texts are at least `threshold`
-/// similar (exact Jaccard of `ngram`-shingles of `unit`), with their similarity. `rows_sql`
-/// reads `(id, text)` as text of the rows with the ids `$1` (`text[]`), with the caller's
-/// rights: each text is read and shingled once, however many pairs it is in, and a pair with
-/// a row the caller may not see is left out.
-#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
-fn _minhash_verify_pairs(
-    rows_sql: &str,
-    ids_a: Vec<String>,
-    ids_b: Vec<String>,
-    ngram: i32,
-    unit: &str,
-    threshold: f64,
-) -> TableIterator<
-    'static,
-    (
-        name!(id_a, String),
-        name!(id_b, String),
-        name!(similarity, f64),
-    ),
-> {
-    let shingling = Shingling::new(ngram, unit).or_raise();
-    let mut ids: Vec<&String> = ids_a.iter().chain(&ids_b).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let ids: Vec<String> = ids.into_iter().cloned().collect();
-    let mut sets: HashMap<String, ShingleSet> = HashMap::new();
-    Spi::connect(|client| {
-        let table = client.select(rows_sql, None, &[ids.into()])?;
-        for row in table {
-            if let (Some(id), Some(text)) = (row.get::<String>(1)?, row.get::<&str>(2)?) {
-                sets.insert(id, ShingleSet::new(text, shingling, &mut interrupts));
-            }
-        }
-        Ok::<_, pgrx::spi::Error>(())
-    })
-    .unwrap_or_else(|e| spi_failed(e));
-    let mut found = Vec::new();
-    for (a, b) in ids_a.into_iter().zip(ids_b) {
-        interrupts();
-        if let (Some(x), Some(y)) = (sets.get(&a), sets.get(&b)) {
-            let similarity = x.jaccard(y);
-            if similarity >= threshold {
-                found.push((a, b, similarity));
-            }
-        }
-    }
-    TableIterator::new(found)
+/// The library entry point of 0.2.0's `_minhash_verify_pairs`, which `minhash_duplicates` and
+/// `minhash_clusters` of a Citus table called before they searched in memory as on one node:
+/// kept so that 0.2.0's install script loads with this library (`ALTER EXTENSION pg_minhash
+/// UPDATE` then drops the function). A 0.2.0 catalog that calls it is told to update.
+#[pg_extern(sql = false)]
+fn _minhash_verify_pairs() {
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_minhash's library is newer than its SQL objects in this database",
+        Some("Run ALTER EXTENSION pg_minhash UPDATE.".into()),
+    )
 }

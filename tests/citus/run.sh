@@ -210,7 +210,7 @@ q -c "EXPLAIN (COSTS OFF) SELECT b.id, b.sketch1, b.sketch2 FROM docs_minhash_ba
     | grep -q "Task Count: 8"
 echo "ok: a lookup's band query runs on all 8 shards"
 
-# uuid keys: typed duplicates equal; typed clusters refused.
+# uuid keys: typed duplicates and clusters equal the plain table's.
 q <<'EOF'
 CREATE TABLE udocs (id uuid PRIMARY KEY, body text);
 SELECT create_distributed_table('udocs', 'id', shard_count => 4);
@@ -233,11 +233,35 @@ expect_error() { # expect_error SQLSTATE SQL...
     out=$(q -v VERBOSITY=verbose "$@" 2>&1 || true)
     grep -q "ERROR:  $state:" <<<"$out" || { echo "expected $state, got: $out" >&2; exit 1; }
 }
-expect_error 0A000 -c "SELECT * FROM minhash_clusters('udocs', NULL::uuid)"
-expect_error 0A000 -c "SELECT * FROM minhash_clusters('docs', mode => 'representative')"
+q <<'EOF'
+SELECT check_eq('uuid clusters equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_clusters('udocs', NULL::uuid) EXCEPT SELECT * FROM minhash_clusters('udocs_local', NULL::uuid))
+                           UNION ALL (SELECT * FROM minhash_clusters('udocs_local', NULL::uuid) EXCEPT SELECT * FROM minhash_clusters('udocs', NULL::uuid))) x), 0);
+SELECT check_eq('uuid clusters found', (SELECT (count(*) > 100)::int FROM minhash_clusters('udocs', NULL::uuid)), 1);
+SELECT check_eq('representative clusters equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_clusters('docs', mode => 'representative', priority => 'length(body) DESC')
+                            EXCEPT SELECT * FROM minhash_clusters('docs_local', mode => 'representative', priority => 'length(body) DESC'))
+                           UNION ALL (SELECT * FROM minhash_clusters('docs_local', mode => 'representative', priority => 'length(body) DESC')
+                            EXCEPT SELECT * FROM minhash_clusters('docs', mode => 'representative', priority => 'length(body) DESC'))) x), 0);
+EOF
+echo "ok: typed (uuid) clusters and mode 'representative' equal the plain table's"
 expect_error 0A000 -c "CREATE TABLE bykey (id bigint, body text, k int, PRIMARY KEY (k, id))" \
     -c "SELECT create_distributed_table('bykey', 'k')" -c "SELECT minhash_index_create('bykey', 'id', 'body')"
-echo "ok: uuid keys; typed clusters, 'representative' and tables not distributed by the id refused (0A000)"
+echo "ok: uuid keys; tables not distributed by the id refused (0A000)"
+
+# A crowded bucket: 5,500 copies of one text (15,121,750 pairs), searched through Citus. The
+# search streams: LIMIT stops it early, and the count is every pair.
+q <<'EOF'
+CREATE TABLE crowd (id bigint PRIMARY KEY, body text);
+SELECT create_distributed_table('crowd', 'id', shard_count => 4);
+INSERT INTO crowd SELECT g, corpus_text(1) FROM generate_series(1, 5500) g;
+SELECT minhash_index_create('crowd', 'id', 'body');
+SELECT check_eq('LIMIT 10 of a crowded bucket', (SELECT count(*) FROM (SELECT * FROM minhash_duplicates('crowd') LIMIT 10) d), 10);
+SELECT check_eq('every pair of 5,500 copies', (SELECT count(*) FROM minhash_duplicates('crowd')), 5500 * 5499 / 2);
+SELECT check_eq('one cluster of 5,500 rows', (SELECT count(DISTINCT cluster_id) FROM minhash_clusters('crowd')), 1);
+DROP TABLE crowd;
+EOF
+echo "ok: 5,500 copies of one text: LIMIT 10, every pair, one cluster"
 
 # The duplicate trigger: flags as on the plain table; 'reject' is refused.
 for t in docs docs_local; do
