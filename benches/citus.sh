@@ -3,7 +3,7 @@
 # descriptions in a table distributed over two workers (32 shards, a coordinator and two
 # workers on this machine, scripts/citus.sh) against the same rows in a plain table on the
 # coordinator, in the same run: index build, minhash_duplicates, minhash_clusters,
-# minhash_similar and flagged inserts. All three nodes share this machine's cores, so this
+# minhash_similar and flagged inserts; then minhash_duplicates of 842,000 generated questions. All three nodes share this machine's cores, so this
 # measures what distribution costs (network round trips, repartitioning, 2PC), not a speed-up.
 #
 #   bash benches/citus.sh [CORPUS.csv]
@@ -93,6 +93,38 @@ row "minhash_duplicates (${fig[docs,pairs]} pairs, equal)" dups s
 row "minhash_clusters" clusters s
 row "minhash_similar, mean of 200 lookups" similar lookup
 row "flagged inserts, 1 session (${fig[docs,flagged]} flagged, equal)" insert insert
+
+# Whole-table searches at scale: CITUS_BENCH_SCALE_ROWS (842,000) generated questions
+# (benches/run.py's), distributed and plain, same run: minhash_duplicates must give the same
+# pairs, and both times are printed.
+scale_rows="${CITUS_BENCH_SCALE_ROWS:-842000}"
+if [ "$scale_rows" -gt 0 ]; then
+    # (the questions' SQL, as benches/run.py defines it)
+    python3 -c 'import re; print(re.search(r"QUESTIONS_SQL = \"\"\"(.*?)\"\"\"", open("benches/run.py").read(), re.S)[1])' \
+        | q >/dev/null
+    q <<EOF
+ALTER TABLE questions ALTER COLUMN id DROP IDENTITY;
+CREATE TABLE questions_local (LIKE questions INCLUDING ALL);
+SELECT create_distributed_table('questions', 'id');
+INSERT INTO questions (id, body) SELECT g, bench_question(g) FROM generate_series(1, $scale_rows) g;
+INSERT INTO questions_local SELECT * FROM questions;
+VACUUM ANALYZE questions_local;
+SELECT minhash_index_create('questions_local', 'id', 'body');
+SELECT minhash_index_create('questions', 'id', 'body');
+EOF
+    for t in questions_local questions; do
+        fig[$t,dups]=$(timed -c "SELECT count(*) FROM minhash_duplicates('$t')")
+        # (count, and sums of ids and similarities: a checksum of the pairs)
+        fig[$t,sums]=$(q -c "SELECT count(*) || ' ' || sum(id_a) || ' ' || sum(id_b) || ' ' ||
+                                    round(sum(similarity)::numeric, 6) FROM minhash_duplicates('$t')")
+        fig[$t,pairs]=${fig[$t,sums]%% *}
+    done
+    [ "${fig[questions,sums]}" = "${fig[questions_local,sums]}" ] \
+        || { echo "results differ: ${fig[questions,sums]} / ${fig[questions_local,sums]}" >&2; exit 1; }
+    printf '| %-44s | %12s | %12s | %6s |\n' "minhash_duplicates, $scale_rows questions (${fig[questions,pairs]} pairs, equal)" \
+        "$(printf '%.2f s' "${fig[questions_local,dups]}")" "$(printf '%.2f s' "${fig[questions,dups]}")" \
+        "$(calc "%.1fx" "${fig[questions,dups]} / ${fig[questions_local,dups]}")"
+fi
 
 # The plan of a lookup's two queries (minhash_internal._minhash_lookup_sql('docs')), for the
 # keys of one row and three candidates.

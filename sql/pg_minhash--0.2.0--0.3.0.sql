@@ -12,6 +12,22 @@
 -- follows its table's SET LOGGED / SET UNLOGGED, and every table of an indexed partition tree
 -- keeps the band table's persistence.
 
+-- Whether this node is a Citus worker (its group is not the coordinator's, 0).
+CREATE FUNCTION minhash_internal._minhash_citus_worker()
+RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    worker boolean := false;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
+        EXECUTE 'SELECT g.groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group g'
+            INTO worker;
+    END IF;
+    RETURN coalesce(worker, false);
+END $$;
+
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_index(tbl regclass)
 RETURNS @extschema@.minhash_indexes
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -29,6 +45,14 @@ BEGIN
     LIMIT 1;
     IF NOT FOUND THEN
         PERFORM minhash_internal._minhash_check_indexable(tbl);
+        -- (a Citus worker keeps no catalog rows; the lookups read the shell table's triggers)
+        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL
+           AND minhash_internal._minhash_citus_worker() THEN
+            RAISE EXCEPTION 'this node has no minhash catalog: % is a Citus table, and this is a worker', tbl
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Run this call on the coordinator, in a statement of its own: Citus sends a '
+                             'statement that reads one row of a distributed table whole to that row''s worker.';
+        END IF;
         RAISE EXCEPTION 'table % has no minhash index', tbl
             USING ERRCODE = 'undefined_object',
                   HINT = 'Create one with minhash_index_create(table, id_column, text_column).';

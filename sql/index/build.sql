@@ -1,6 +1,22 @@
 -- The machinery of an index (sql/index/, part 2 of 6): finding an index's catalog row, the
 -- band-row SQL, the backfill, the sync triggers, and what Citus needs of a table.
 
+-- Whether this node is a Citus worker (its group is not the coordinator's, 0).
+CREATE FUNCTION minhash_internal._minhash_citus_worker()
+RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    worker boolean := false;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
+        EXECUTE 'SELECT g.groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group g'
+            INTO worker;
+    END IF;
+    RETURN coalesce(worker, false);
+END $$;
+
 -- The catalog row of the index `tbl` names: the index whose band table tbl is, or the default
 -- index of table tbl, its first: the one whose band table has the lowest OID (42704 for a
 -- table with none). A second index never changes what a call naming the table reads.
@@ -21,6 +37,14 @@ BEGIN
     LIMIT 1;
     IF NOT FOUND THEN
         PERFORM minhash_internal._minhash_check_indexable(tbl);
+        -- (a Citus worker keeps no catalog rows; the lookups read the shell table's triggers)
+        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL
+           AND minhash_internal._minhash_citus_worker() THEN
+            RAISE EXCEPTION 'this node has no minhash catalog: % is a Citus table, and this is a worker', tbl
+                USING ERRCODE = 'feature_not_supported',
+                      HINT = 'Run this call on the coordinator, in a statement of its own: Citus sends a '
+                             'statement that reads one row of a distributed table whole to that row''s worker.';
+        END IF;
         RAISE EXCEPTION 'table % has no minhash index', tbl
             USING ERRCODE = 'undefined_object',
                   HINT = 'Create one with minhash_index_create(table, id_column, text_column).';

@@ -203,27 +203,32 @@ impl Index {
     /// the table has one that this transaction's snapshot predates, see
     /// [`refuse_newer_index`]).
     pub(super) fn get(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, name: pg_sys::Oid) -> Rc<Index> {
-        Self::find(client, fn_oid, name).unwrap_or_else(|| {
-            check_indexable(name);
-            // SAFETY: the relation is opened with a lock (or not found) and closed again; its
-            // trigger descriptor is read while it is open.
-            unsafe {
-                let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
-                if !rel.is_null() {
-                    let ext = Extension::of_function(fn_oid);
-                    let indexed = has_sync_trigger((*rel).trigdesc, ext);
-                    pg_sys::table_close(rel, pg_sys::NoLock as i32);
-                    if indexed {
-                        refuse_newer_index(name);
+        Self::find(client, fn_oid, name)
+            .or_else(|| Self::default_of(&Self::of_citus_worker(client, fn_oid, name)))
+            .unwrap_or_else(|| {
+                check_indexable(name);
+                // SAFETY: the relation is opened with a lock (or not found) and closed again; its
+                // trigger descriptor is read while it is open.
+                unsafe {
+                    let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
+                    if !rel.is_null() {
+                        let ext = Extension::of_function(fn_oid);
+                        let indexed = has_sync_trigger((*rel).trigdesc, ext);
+                        pg_sys::table_close(rel, pg_sys::NoLock as i32);
+                        if indexed {
+                            refuse_newer_index(name);
+                        }
                     }
                 }
-            }
-            raise(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("table {} has no minhash index", regclass_name(name)),
-                Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
-            )
-        })
+                raise(
+                    PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                    format!("table {} has no minhash index", regclass_name(name)),
+                    Some(
+                        "Create one with minhash_index_create(table, id_column, text_column)."
+                            .into(),
+                    ),
+                )
+            })
     }
 
     /// The index named `name`: the default index of table `name` (see [`Index::default_of`]),
@@ -315,6 +320,27 @@ impl Index {
             .into_iter()
             .map(|def| Rc::new(Index::new(&schema, def)))
             .collect()
+    }
+
+    /// Of a Citus table on a worker, which has no catalog rows (a call Citus sent there with a
+    /// query of one shard, or made on the worker): the indexes its insert sync trigger there
+    /// carries, checked as a shard's are (see `citus`); none elsewhere.
+    fn of_citus_worker(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Indexes {
+        if !citus::is_citus_table(tbl) {
+            return Rc::from([]);
+        }
+        // SAFETY: the relation is opened with a lock (or not found) and closed again; its
+        // trigger descriptor is read while it is open.
+        let args = unsafe {
+            let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
+            if rel.is_null() {
+                return Rc::from([]);
+            }
+            let args = citus::sync_trigger_args(rel, None, Extension::of_function(fn_oid));
+            pg_sys::table_close(rel, pg_sys::NoLock as i32);
+            args
+        };
+        Self::of_trigger(client, fn_oid, tbl, &args)
     }
 
     /// The default index among a table's `indexes` (none if it has none): what a call that

@@ -131,17 +131,22 @@ pub(super) fn is_citus_table(rel: pg_sys::Oid) -> bool {
     .unwrap_or_else(|e| spi_failed(e))
 }
 
-/// The arguments of the insert sync trigger of `ext` on `shard` (open as `rel`): the catalog
-/// rows of the indexes of its table (see the module documentation); none if it has none.
+/// The arguments of the insert sync trigger of `ext` on `shard` (open as `rel`), or with no
+/// shard on the Citus table `rel` itself (on a worker, its shell table, which Citus gives the
+/// table's triggers too): the catalog rows of the indexes of its table (see the module
+/// documentation); none if it has none.
 ///
 /// # Safety
 /// `rel` is open.
 pub(super) unsafe fn sync_trigger_args(
     rel: pg_sys::Relation,
-    shard: Shard,
+    shard: Option<Shard>,
     ext: Extension,
 ) -> Vec<String> {
-    let name = format!("{SYNC_INSERT_TRIGGER}_{}", shard.id);
+    let name = match shard {
+        Some(shard) => format!("{SYNC_INSERT_TRIGGER}_{}", shard.id),
+        None => SYNC_INSERT_TRIGGER.to_owned(),
+    };
     let after_insert_statement = pg_sys::TRIGGER_TYPE_INSERT as i16;
     // SAFETY: per the contract, the trigger descriptor of an open relation.
     unsafe { triggers((*rel).trigdesc) }
@@ -151,10 +156,12 @@ pub(super) unsafe fn sync_trigger_args(
         .unwrap_or_default()
 }
 
-/// Runs `f`, whose queries of Citus tables run inside a query of a shard (a trigger on it),
-/// with Citus's `citus.allow_nested_distributed_execution` on: Citus refuses such queries
-/// otherwise, as it cannot see this transaction's writes on other nodes. The duplicate trigger
-/// looks rows up this way, and says so in what it promises (README, "Scaling out with Citus").
+/// Runs `f`, whose queries of Citus tables may run inside a query of a shard (a trigger on it,
+/// or a call Citus sent to a worker with a query of one shard), with Citus's
+/// `citus.allow_nested_distributed_execution` on: Citus refuses such queries otherwise, as it
+/// cannot see this transaction's writes on other nodes. Every lookup of a Citus table runs
+/// this way (`lookup::traced`); the duplicate trigger says so in what it promises (README,
+/// "Scaling out with Citus").
 pub(super) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
     let scope = SettingScope::enter(c"citus.allow_nested_distributed_execution", c"on");
     let result = f();

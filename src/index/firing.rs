@@ -80,7 +80,7 @@ impl<'a> Firing<'a> {
             self.args()
         } else {
             // SAFETY: the trigger's relation is open while it fires.
-            unsafe { sync_trigger_args(self.data.tg_relation, shard, ext) }
+            unsafe { sync_trigger_args(self.data.tg_relation, Some(shard), ext) }
         };
         Index::of_trigger(client, self.fn_oid, self.table, &args)
     }

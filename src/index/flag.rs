@@ -24,7 +24,6 @@ use crate::pg::tuple::column;
 use super::access::Index;
 use super::band::{band_entry, BandFormat};
 use super::catalog::refuse_newer_index;
-use super::citus::nested_execution;
 use super::extension::Extension;
 use super::firing::Firing;
 use super::key::{tuple_id, Id, KeyType};
@@ -525,17 +524,15 @@ fn find_conflicts(
 ) -> Vec<Conflict> {
     let owner = firing.owner;
     if firing.shard.is_some() {
-        return as_owner(owner, || {
-            nested_execution(|| lookup::similar(cfg, client, doc, threshold, None))
-        })
-        .into_iter()
-        .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
-        .map(|(id, similarity)| Conflict {
-            id,
-            similarity,
-            in_snapshot: true,
-        })
-        .collect();
+        return as_owner(owner, || lookup::similar(cfg, client, doc, threshold, None))
+            .into_iter()
+            .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
+            .map(|(id, similarity)| Conflict {
+                id,
+                similarity,
+                in_snapshot: true,
+            })
+            .collect();
     }
     as_owner(owner, || {
         let rel = (firing.table, owner, firing.ext());

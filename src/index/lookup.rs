@@ -22,6 +22,7 @@ use crate::pg::backend::interrupts;
 
 use super::access::Index;
 use super::band::band_entry;
+use super::citus::nested_execution;
 use super::key::Id;
 use super::owner::{as_owner, relation_owner};
 use super::prepared::{with_cursor, with_prepared, with_prepared_args};
@@ -130,7 +131,26 @@ pub(super) fn similar(
 /// whose band sketch differs from `doc`'s in few enough bits to be at the bar except with
 /// probability `core::nearest::SCAN_SKETCH_MISS_PROBABILITY`, fewest differing first, until the rest
 /// cannot reach it.
+///
+/// Of a Citus table, the queries run with `citus::nested_execution`: a lookup may run inside
+/// a query of a shard (the duplicate trigger on a shard, or a call Citus sent to a worker).
 pub(super) fn traced(
+    cfg: &Index,
+    client: &SpiClient<'_>,
+    doc: &str,
+    want: Want,
+    exclude_id: Option<&Id>,
+    trace: &mut Trace,
+) -> Vec<(Id, f64)> {
+    if cfg.placement.verifies_remotely() {
+        nested_execution(|| traced_here(cfg, client, doc, want, exclude_id, trace))
+    } else {
+        traced_here(cfg, client, doc, want, exclude_id, trace)
+    }
+}
+
+/// [`traced`], with the queries run as they come.
+fn traced_here(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,

@@ -191,6 +191,52 @@ SELECT check_eq('k => 5 rows', (SELECT count(*) FROM low_d WHERE g < 0), 30);
 EOF
 echo "ok: similar (also at 0.5 and with k), matches, duplicates and clusters equal the plain table's"
 
+# Every call form as on the plain table: texts given as a subquery of the distributed table
+# (Citus sends such a statement whole to the row's worker), a CTE, a lateral join, prepared
+# parameters, ids from a subquery; a lookup made on a worker; a whole-table search on a worker
+# says where to run it.
+q <<'EOF'
+CREATE TEMP TABLE forms_d AS
+SELECT 'subquery' AS form, s.* FROM minhash_similar('docs', (SELECT body FROM docs WHERE id = 9), 0.6) s
+UNION ALL SELECT 'cte', s.* FROM (WITH t AS (SELECT body FROM docs WHERE id = 13) SELECT s.* FROM t, minhash_similar('docs', t.body) s) s
+UNION ALL SELECT 'lateral', s.* FROM docs d, minhash_similar('docs', d.body, k => 3) s WHERE d.id = 17
+UNION ALL SELECT 'matches', m.id, m.similarity FROM minhash_matches('docs', ARRAY(SELECT body FROM docs WHERE id IN (21, 25) ORDER BY id)) m;
+CREATE TEMP TABLE forms_l AS
+SELECT 'subquery' AS form, s.* FROM minhash_similar('docs_local', (SELECT body FROM docs_local WHERE id = 9), 0.6) s
+UNION ALL SELECT 'cte', s.* FROM (WITH t AS (SELECT body FROM docs_local WHERE id = 13) SELECT s.* FROM t, minhash_similar('docs_local', t.body) s) s
+UNION ALL SELECT 'lateral', s.* FROM docs_local d, minhash_similar('docs_local', d.body, k => 3) s WHERE d.id = 17
+UNION ALL SELECT 'matches', m.id, m.similarity FROM minhash_matches('docs_local', ARRAY(SELECT body FROM docs_local WHERE id IN (21, 25) ORDER BY id)) m;
+SELECT check_eq('call forms equal',
+    (SELECT count(*) FROM ((TABLE forms_d EXCEPT TABLE forms_l) UNION ALL (TABLE forms_l EXCEPT TABLE forms_d)) x), 0);
+SELECT check_eq('call forms find rows', (SELECT count(DISTINCT form) FROM forms_d), 4);
+-- (a lateral call over many rows of a distributed table is refused by Citus, "cannot push down
+-- this subquery": the rows go through a materialized CTE, docs/citus.md)
+SELECT check_eq('lateral over many rows through a CTE equal',
+    (SELECT count(*) FROM ((WITH d AS MATERIALIZED (SELECT id, body FROM docs WHERE id <= 40)
+                            SELECT d.id, s.* FROM d, minhash_similar('docs', d.body, 0.7) s
+                            EXCEPT SELECT d.id, s.* FROM docs_local d, minhash_similar('docs_local', d.body, 0.7) s WHERE d.id <= 40)
+                           UNION ALL (SELECT d.id, s.* FROM docs_local d, minhash_similar('docs_local', d.body, 0.7) s WHERE d.id <= 40
+                            EXCEPT (WITH d AS MATERIALIZED (SELECT id, body FROM docs WHERE id <= 40)
+                                    SELECT d.id, s.* FROM d, minhash_similar('docs', d.body, 0.7) s))) x), 0);
+EOF
+probe=$(q -c "SELECT body FROM docs_local WHERE id = 29")
+for n in 1 2; do
+    [ "$(citus_psql "$n" -qAt -v probe="$probe" -c "SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('docs', :'probe')")" \
+        = "$(q -v probe="$probe" -c "SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('docs_local', :'probe')")" ] \
+        || { echo "a lookup on worker $n differs from the plain table's" >&2; exit 1; }
+done
+# prepared, run six times (the sixth with PostgreSQL's generic plan), as a driver does
+prepared() { # prepared TABLE
+    { echo "PREPARE near(text, float8) AS SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('$1', \$1, \$2);"
+      for _ in 1 2 3 4 5 6; do echo "EXECUTE near('$(sed "s/'/''/g" <<<"$probe")', 0.6);"; done; } | q | tail -1
+}
+[ "$(prepared docs)" = "$(prepared docs_local)" ] && [ -n "$(prepared docs)" ] \
+    || { echo "prepared lookups differ: $(prepared docs) / $(prepared docs_local)" >&2; exit 1; }
+out=$(citus_psql 1 -qAt -v VERBOSITY=verbose -c "SELECT count(*) FROM minhash_duplicates('docs')" 2>&1 || true)
+grep -q "ERROR:  0A000: this node has no minhash catalog" <<<"$out" && grep -q "Run this call on the coordinator" <<<"$out" \
+    || { echo "a whole-table search on a worker: $out" >&2; exit 1; }
+echo "ok: call forms (subquery, CTE, lateral, prepared, matches of a subquery) and lookups on a worker equal the plain table's; a search on a worker says to run it on the coordinator (0A000)"
+
 # Rebuild and stats, as on the plain table; the check sees band rows deleted behind its back.
 q <<'EOF2'
 DELETE FROM docs_minhash_bands WHERE id = 3;
