@@ -142,6 +142,19 @@ SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
 -- minhash_explain shows no count of band rows or candidates, which would include hidden rows
 SELECT regexp_replace(e, '[0-9]+\.[0-9]+ ms', 'N ms', 'g') AS explained
 FROM minhash_explain('notes', (SELECT body FROM notes WHERE id = 30)) e;
+-- the k most similar rows and a threshold below the index's (both scan every row's sketch as
+-- the owner) return only rows the policy shows: those brute force finds among them
+SELECT count(*) FILTER (WHERE id % 2 = 1) AS hidden, count(*) AS found,
+       array_agg(id ORDER BY similarity DESC, id) = (
+           SELECT array_agg(id) FROM (
+               SELECT id FROM notes ORDER BY jaccard(body, (SELECT body FROM notes WHERE id = 30)) DESC, id
+               LIMIT 5) b) AS equals_brute_force
+FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30), k => 5);
+SELECT count(*) FILTER (WHERE id % 2 = 1) AS hidden, count(*) > 0 AS found,
+       array_agg(id ORDER BY id) = (
+           SELECT array_agg(id ORDER BY id) FROM notes
+           WHERE jaccard(body, (SELECT body FROM notes WHERE id = 30)) >= 0.5) AS equals_brute_force
+FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30), threshold => 0.5);
 RESET ROLE;
 DROP POLICY even ON notes;
 ALTER TABLE notes DISABLE ROW LEVEL SECURITY;
