@@ -3,7 +3,7 @@
 # descriptions in a table distributed over two workers (32 shards, a coordinator and two
 # workers on this machine, scripts/citus.sh) against the same rows in a plain table on the
 # coordinator, in the same run: index build, minhash_duplicates, minhash_clusters,
-# minhash_similar and flagged inserts; then minhash_duplicates of 842,000 generated questions. All three nodes share this machine's cores, so this
+# minhash_similar, minhash_matches and flagged inserts; then minhash_duplicates of 842,000 generated questions. All three nodes share this machine's cores, so this
 # measures what distribution costs (network round trips, repartitioning, 2PC), not a speed-up.
 #
 #   bash benches/citus.sh [CORPUS.csv]
@@ -62,6 +62,7 @@ for t in docs_local docs; do
     fig[$t,dups]=$(timed -c "SELECT count(*) FROM minhash_duplicates('$t')")
     fig[$t,clusters]=$(timed -c "SELECT count(*) FROM minhash_clusters('$t')")
     fig[$t,similar]=$(timed -c "SELECT count(*) FROM probes p, minhash_similar('$t', p.body) WHERE p.n <= 200")
+    fig[$t,matches]=$(timed -c "SELECT count(*) FROM minhash_matches('$t', (SELECT array_agg(body ORDER BY n) FROM probes WHERE n <= 200))")
     q -c "SET citus.enable_unsafe_triggers = on" \
       -c "CREATE TRIGGER flag BEFORE INSERT ON $t FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of')"
     inserts=$(q -c "SELECT format('INSERT INTO $t (id, body) VALUES (%s, %L);', 1000000 + n, body)
@@ -92,6 +93,7 @@ row "minhash_index_create" create s
 row "minhash_duplicates (${fig[docs,pairs]} pairs, equal)" dups s
 row "minhash_clusters" clusters s
 row "minhash_similar, mean of 200 lookups" similar lookup
+row "minhash_matches of the same 200 texts" matches s
 row "flagged inserts, 1 session (${fig[docs,flagged]} flagged, equal)" insert insert
 
 # Whole-table searches at scale: CITUS_BENCH_SCALE_ROWS (842,000) generated questions

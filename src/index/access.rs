@@ -196,6 +196,11 @@ pub(super) struct Index {
     pub(super) sql: [String; 2],
     /// The query of a lookup that reads every row's sketch (see [`Index::scan_sql`]).
     pub(super) scan_sql: String,
+    /// Of a Citus table's format 1 index, the two queries of the lookups of many texts at
+    /// once (`lookup::batch`): `(key, id, sketch1, sketch2)` of the band rows with one of the
+    /// keys `$1`, then `(id, text)` of the rows with the ids `$1` (as the second query of a
+    /// table of this node).
+    pub(super) batch_sql: Option<[String; 2]>,
 }
 
 impl Index {
@@ -356,8 +361,17 @@ impl Index {
     fn new(schema: &str, def: IndexDef) -> Index {
         let placement = Placement::of(&def);
         let mut sql = Self::lookup_sql(&def);
+        let mut batch_sql = None;
         if placement.verifies_remotely() {
-            sql[1] = Self::verify_sql(schema, &def);
+            let rows = std::mem::replace(&mut sql[1], Self::verify_sql(schema, &def));
+            if def.format == BandFormat::PerBand {
+                let bands = format!(
+                    "SELECT b.key, b.id, b.sketch1, b.sketch2 FROM {} b
+                     WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
+                    qualified_name(def.band_table)
+                );
+                batch_sql = Some([bands, rows]);
+            }
         }
         let scan_sql = Self::scan_sql(&def);
         Index {
@@ -365,6 +379,7 @@ impl Index {
             placement,
             sql,
             scan_sql,
+            batch_sql,
         }
     }
 

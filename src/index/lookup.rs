@@ -6,7 +6,7 @@
 //! prepared once per backend, and verified with exact Jaccard here, or on the workers of a
 //! Citus table.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
@@ -234,6 +234,119 @@ fn traced_here(
     trace.found = found.len();
     trace.verifying = start.elapsed();
     found
+}
+
+/// The texts whose lookups [`batch`] makes at once.
+pub(super) const BATCH_TEXTS: usize = 256;
+
+/// The lookups of `docs` (up to [`BATCH_TEXTS`]) in an index of a Citus table, each what
+/// [`traced`] returns for it with `want`, in two queries for them all, each one fan-out to the
+/// shards (`Index::batch_sql`; one lookup per text makes two per text): the band rows with any
+/// of their keys, as the owner; then the texts of every candidate the band sketches keep,
+/// with the caller's rights, verified here. None where a lookup may need to scan every
+/// row's sketch (`k`, or a floor at which the band keys do not suffice), or the index has no
+/// such queries.
+pub(super) fn batch(
+    cfg: &Index,
+    client: &SpiClient<'_>,
+    docs: &[Option<String>],
+    want: Want,
+) -> Option<Vec<Vec<(Id, f64)>>> {
+    let [bands_sql, rows_sql] = cfg.batch_sql.as_ref()?;
+    if want.k.is_some() || (want.scan && !keys_suffice(want.floor, cfg.def.banding)) {
+        return None;
+    }
+    let def = &cfg.def;
+    let (k, shingling, floor) = (def.k, def.shingling, want.floor);
+    let entries: Vec<_> = docs
+        .iter()
+        .map(|doc| {
+            let doc = doc.as_deref()?;
+            band_entry(doc, k, shingling, def.banding)
+        })
+        .collect();
+    let mut keys: Vec<i64> = entries
+        .iter()
+        .flatten()
+        .flat_map(|(keys, _)| keys.clone())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    nested_execution(|| {
+        let mut band_rows: HashMap<i64, Vec<(Id, [u64; 2])>> = HashMap::new();
+        if !keys.is_empty() {
+            let keys_type = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
+            as_owner(relation_owner(def.tbl), || {
+                with_prepared(client, bands_sql, keys_type, keys.into(), |table| {
+                    for_each_spi_row(table, |row| {
+                        if let (Some(key), Some(id), Some(s1), Some(s2)) = (
+                            row.get::<i64>(1)?,
+                            def.key.spi_id(row, 2)?,
+                            row.get::<i64>(3)?,
+                            row.get::<i64>(4)?,
+                        ) {
+                            let rows = band_rows.entry(key).or_default();
+                            rows.push((id, [s1 as u64, s2 as u64]));
+                        }
+                        Ok(())
+                    })
+                })
+            });
+        }
+        let min_bits = min_equal_bits(k, floor, LOOKUP_SKETCH_MISS_PROBABILITY);
+        let candidates: Vec<Vec<Id>> = entries
+            .iter()
+            .map(|entry| {
+                let Some((keys, sketch)) = entry else {
+                    return Vec::new();
+                };
+                let mut ids: Vec<Id> = keys
+                    .iter()
+                    .filter_map(|key| band_rows.get(key))
+                    .flatten()
+                    .filter(|(_, row_sketch)| equal_bits(*sketch, *row_sketch, k) >= min_bits)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            })
+            .collect();
+        drop(band_rows);
+        let mut wanted: Vec<Id> = candidates.iter().flatten().cloned().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut sets: HashMap<Id, ShingleSet> = HashMap::new();
+        if !wanted.is_empty() {
+            let (arg, arg_type) = def.key.array_arg(&wanted);
+            with_prepared(client, rows_sql, arg_type, arg, |table| {
+                for_each_text_row(table, |id, text| {
+                    // SAFETY: the query selects the id as the band table stores it.
+                    let id = unsafe { def.key.id(id, pg_sys::INT8OID) };
+                    sets.insert(id, ShingleSet::new(text, shingling, &mut interrupts));
+                })
+            });
+        }
+        Some(
+            docs.iter()
+                .zip(candidates)
+                .map(|(doc, ids)| {
+                    let mut ranked = Ranked::new(None, floor);
+                    if let (Some(doc), false) = (doc, ids.is_empty()) {
+                        let query = ShingleSet::new(doc, shingling, &mut interrupts);
+                        for id in ids {
+                            if let Some(similarity) = sets.get(&id).map(|set| set.jaccard(&query)) {
+                                if similarity >= floor {
+                                    ranked.offer(id, similarity);
+                                }
+                            }
+                        }
+                    }
+                    ranked.into_rows()
+                })
+                .collect(),
+        )
+    })
 }
 
 /// The rows fetched from the scan's cursor at a time: few at first, so that a `k` lookup's

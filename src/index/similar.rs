@@ -285,17 +285,50 @@ fn owned_texts(docs: Option<Array<'_, &str>>) -> Vec<Option<String>> {
     owned
 }
 
-/// The matches of each text of `docs` in turn, looked up as they are read.
+/// The matches of each text of `docs` in turn, looked up as they are read: of a Citus
+/// table, [`lookup::BATCH_TEXTS`] texts at a time where `lookup::batch` can.
 fn matches(
     lookup: Lookup,
     cfg: Rc<Index>,
     docs: Vec<Option<String>>,
-) -> impl Iterator<Item = (i32, Id, f64)> {
-    docs.into_iter().zip(1..).flat_map(move |(doc, probe)| {
-        Spi::connect(|client| lookup.similar(client, &cfg, doc.as_deref()))
-            .into_iter()
-            .map(move |(id, s)| (probe, id, s))
-    })
+) -> Box<dyn Iterator<Item = (i32, Id, f64)>> {
+    if cfg.batch_sql.is_none() {
+        return Box::new(docs.into_iter().zip(1..).flat_map(move |(doc, probe)| {
+            Spi::connect(|client| lookup.similar(client, &cfg, doc.as_deref()))
+                .into_iter()
+                .map(move |(id, s)| (probe, id, s))
+        }));
+    }
+    let mut docs = docs.into_iter();
+    let mut next_probe = 1;
+    let chunks = std::iter::from_fn(move || {
+        let chunk: Vec<Option<String>> = docs.by_ref().take(lookup::BATCH_TEXTS).collect();
+        if chunk.is_empty() {
+            return None;
+        }
+        let first = next_probe;
+        next_probe += chunk.len() as i32;
+        let found = Spi::connect(|client| {
+            pg_sys::check_for_interrupts!();
+            let want = lookup.want(&cfg);
+            lookup::batch(&cfg, client, &chunk, want).unwrap_or_else(|| {
+                let similar = |doc: &Option<String>| lookup.similar(client, &cfg, doc.as_deref());
+                chunk.iter().map(similar).collect()
+            })
+        });
+        let max = lookup.max_results.map_or(usize::MAX, |max| max as usize);
+        Some(
+            found
+                .into_iter()
+                .zip(first..)
+                .flat_map(move |(rows, probe)| {
+                    rows.into_iter()
+                        .take(max)
+                        .map(move |(id, s)| (probe, id, s))
+                }),
+        )
+    });
+    Box::new(chunks.flatten())
 }
 
 /// The two queries `minhash_similar` and `minhash_flag_duplicate` prepare for `tbl` (see

@@ -174,6 +174,31 @@ CREATE TEMP TABLE matches_d AS SELECT m.* FROM probes, minhash_matches('docs', p
 CREATE TEMP TABLE matches_l AS SELECT m.* FROM probes, minhash_matches('docs_local', probes.texts) m;
 SELECT check_eq('matches equal',
     (SELECT count(*) FROM ((TABLE matches_d EXCEPT TABLE matches_l) UNION ALL (TABLE matches_l EXCEPT TABLE matches_d)) x), 0);
+SELECT check_eq('matches find rows', (SELECT (count(*) >= 40)::int FROM matches_d), 1);
+-- (600 texts: three batches of lookups; max_results per text; k and 0.5 look up text by text)
+CREATE TEMP TABLE many AS SELECT array_agg(corpus_text(g) || CASE WHEN g % 2 = 0 THEN ' w9' ELSE '' END ORDER BY g) AS texts
+    FROM generate_series(1, 600) g;
+SELECT check_eq('matches of 600 texts, max_results, k and 0.5 equal',
+    (SELECT count(*) FROM (
+        (SELECT 1, m.* FROM many, minhash_matches('docs', many.texts) m
+         UNION ALL SELECT 2, m.* FROM many, minhash_matches('docs', many.texts, max_results => 1) m
+         UNION ALL SELECT 3, m.* FROM probes, minhash_matches('docs', probes.texts, k => 3) m
+         UNION ALL SELECT 4, m.* FROM probes, minhash_matches('docs', probes.texts, 0.5) m
+         EXCEPT ALL
+         (SELECT 1, m.* FROM many, minhash_matches('docs_local', many.texts) m
+          UNION ALL SELECT 2, m.* FROM many, minhash_matches('docs_local', many.texts, max_results => 1) m
+          UNION ALL SELECT 3, m.* FROM probes, minhash_matches('docs_local', probes.texts, k => 3) m
+          UNION ALL SELECT 4, m.* FROM probes, minhash_matches('docs_local', probes.texts, 0.5) m))
+        UNION ALL
+        (SELECT 1, m.* FROM many, minhash_matches('docs_local', many.texts) m
+         UNION ALL SELECT 2, m.* FROM many, minhash_matches('docs_local', many.texts, max_results => 1) m
+         UNION ALL SELECT 3, m.* FROM probes, minhash_matches('docs_local', probes.texts, k => 3) m
+         UNION ALL SELECT 4, m.* FROM probes, minhash_matches('docs_local', probes.texts, 0.5) m
+         EXCEPT ALL
+         (SELECT 1, m.* FROM many, minhash_matches('docs', many.texts) m
+          UNION ALL SELECT 2, m.* FROM many, minhash_matches('docs', many.texts, max_results => 1) m
+          UNION ALL SELECT 3, m.* FROM probes, minhash_matches('docs', probes.texts, k => 3) m
+          UNION ALL SELECT 4, m.* FROM probes, minhash_matches('docs', probes.texts, 0.5) m))) x), 0);
 SELECT check_eq('similar equal',
     (SELECT count(*) FROM ((SELECT * FROM minhash_similar('docs', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('docs_local', corpus_text(5)))
                            UNION ALL (SELECT * FROM minhash_similar('docs_local', corpus_text(5)) EXCEPT SELECT * FROM minhash_similar('docs', corpus_text(5)))) x), 0);
@@ -220,18 +245,22 @@ SELECT check_eq('lateral over many rows through a CTE equal',
                                     SELECT d.id, s.* FROM d, minhash_similar('docs', d.body, 0.7) s))) x), 0);
 EOF
 probe=$(q -c "SELECT body FROM docs_local WHERE id = 29")
+found() { # found NODE TABLE: the rows similar to $probe, looked up on NODE
+    citus_psql "$1" -qAt -v probe="$probe" <<<"SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('$2', :'probe')"
+}
+want=$(found 0 docs_local)
+[ -n "$want" ] || { echo "the probe finds no row" >&2; exit 1; }
 for n in 1 2; do
-    [ "$(citus_psql "$n" -qAt -v probe="$probe" -c "SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('docs', :'probe')")" \
-        = "$(q -v probe="$probe" -c "SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('docs_local', :'probe')")" ] \
-        || { echo "a lookup on worker $n differs from the plain table's" >&2; exit 1; }
+    got=$(found "$n" docs)
+    [ "$got" = "$want" ] || { echo "a lookup on worker $n: $got, the plain table's: $want" >&2; exit 1; }
 done
 # prepared, run six times (the sixth with PostgreSQL's generic plan), as a driver does
 prepared() { # prepared TABLE
     { echo "PREPARE near(text, float8) AS SELECT string_agg(id || ':' || similarity, ',' ORDER BY id) FROM minhash_similar('$1', \$1, \$2);"
       for _ in 1 2 3 4 5 6; do echo "EXECUTE near('$(sed "s/'/''/g" <<<"$probe")', 0.6);"; done; } | q | tail -1
 }
-[ "$(prepared docs)" = "$(prepared docs_local)" ] && [ -n "$(prepared docs)" ] \
-    || { echo "prepared lookups differ: $(prepared docs) / $(prepared docs_local)" >&2; exit 1; }
+got=$(prepared docs) want=$(prepared docs_local)
+[ -n "$want" ] && [ "$got" = "$want" ] || { echo "prepared lookups: $got, the plain table's: $want" >&2; exit 1; }
 out=$(citus_psql 1 -qAt -v VERBOSITY=verbose -c "SELECT count(*) FROM minhash_duplicates('docs')" 2>&1 || true)
 grep -q "ERROR:  0A000: this node has no minhash catalog" <<<"$out" && grep -q "Run this call on the coordinator" <<<"$out" \
     || { echo "a whole-table search on a worker: $out" >&2; exit 1; }
@@ -269,6 +298,12 @@ SELECT check_eq('uuid duplicates equal',
     (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('udocs', NULL::uuid) EXCEPT SELECT * FROM minhash_duplicates('udocs_local', NULL::uuid))
                            UNION ALL (SELECT * FROM minhash_duplicates('udocs_local', NULL::uuid) EXCEPT SELECT * FROM minhash_duplicates('udocs', NULL::uuid))) x), 0);
 SELECT check_eq('uuid duplicates found', (SELECT count(*) FROM minhash_duplicates('udocs', NULL::uuid)), (SELECT count(*) FROM minhash_duplicates('udocs_local', NULL::uuid)));
+SELECT check_eq('uuid matches equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_matches('udocs', ARRAY[corpus_text(9), corpus_text(10), NULL], NULL::uuid)
+                            EXCEPT SELECT * FROM minhash_matches('udocs_local', ARRAY[corpus_text(9), corpus_text(10), NULL], NULL::uuid))
+                           UNION ALL (SELECT * FROM minhash_matches('udocs_local', ARRAY[corpus_text(9), corpus_text(10), NULL], NULL::uuid)
+                            EXCEPT SELECT * FROM minhash_matches('udocs', ARRAY[corpus_text(9), corpus_text(10), NULL], NULL::uuid))) x), 0);
+SELECT check_eq('uuid matches found', (SELECT (count(*) >= 2)::int FROM minhash_matches('udocs', ARRAY[corpus_text(9), corpus_text(10), NULL], NULL::uuid)), 1);
 SELECT check_eq('uuid similar equal',
     (SELECT count(*) FROM ((SELECT * FROM minhash_similar('udocs', corpus_text(9), NULL::uuid) EXCEPT SELECT * FROM minhash_similar('udocs_local', corpus_text(9), NULL::uuid))
                            UNION ALL (SELECT * FROM minhash_similar('udocs_local', corpus_text(9), NULL::uuid) EXCEPT SELECT * FROM minhash_similar('udocs', corpus_text(9), NULL::uuid))) x), 0);
