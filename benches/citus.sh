@@ -3,8 +3,9 @@
 # descriptions in a table distributed over two workers (32 shards, a coordinator and two
 # workers on this machine, scripts/citus.sh) against the same rows in a plain table on the
 # coordinator, in the same run: index build, minhash_duplicates, minhash_clusters,
-# minhash_similar, minhash_matches and flagged inserts; then minhash_duplicates of 842,000 generated questions. All three nodes share this machine's cores, so this
-# measures what distribution costs (network round trips, repartitioning, 2PC), not a speed-up.
+# minhash_similar, minhash_matches and flagged inserts; then minhash_duplicates of 842,000
+# generated questions. All three nodes share this machine's cores, so this measures what
+# distribution costs (network round trips, 2PC), not a speed-up.
 #
 #   bash benches/citus.sh [CORPUS.csv]
 set -euo pipefail
