@@ -16,7 +16,7 @@ use pgrx::{PgBuiltInOids, PgOid};
 use crate::core::jaccard::ShingleSet;
 use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
 use crate::core::sketch::{
-    equal_bits, min_equal_bits, BAND_SKETCH_BITS, LOOKUP_SKETCH_MISS_PROBABILITY,
+    equal_bits, min_equal_bits, BandSketch, BAND_SKETCH_BITS, LOOKUP_SKETCH_MISS_PROBABILITY,
 };
 use crate::pg::backend::interrupts;
 
@@ -293,29 +293,30 @@ pub(super) fn batch(
                 })
             });
         }
+        // (each text's candidates are found twice rather than kept: in a crowded bucket
+        // they are every row of it, for each text)
         let min_bits = min_equal_bits(k, floor, LOOKUP_SKETCH_MISS_PROBABILITY);
-        let candidates: Vec<Vec<Id>> = entries
-            .iter()
-            .map(|entry| {
-                let Some((keys, sketch)) = entry else {
-                    return Vec::new();
-                };
-                let mut ids: Vec<Id> = keys
-                    .iter()
-                    .filter_map(|key| band_rows.get(key))
-                    .flatten()
-                    .filter(|(_, row_sketch)| equal_bits(*sketch, *row_sketch, k) >= min_bits)
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                ids.sort_unstable();
-                ids.dedup();
-                ids
-            })
-            .collect();
-        drop(band_rows);
-        let mut wanted: Vec<Id> = candidates.iter().flatten().cloned().collect();
-        wanted.sort_unstable();
-        wanted.dedup();
+        let candidates = |entry: &Option<(Vec<i64>, BandSketch)>| {
+            let Some((keys, sketch)) = entry else {
+                return Vec::new();
+            };
+            let mut ids: Vec<Id> = keys
+                .iter()
+                .filter_map(|key| band_rows.get(key))
+                .flatten()
+                .filter(|(_, row_sketch)| equal_bits(*sketch, *row_sketch, k) >= min_bits)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        };
+        let mut wanted: HashSet<Id> = HashSet::new();
+        for entry in &entries {
+            interrupts();
+            wanted.extend(candidates(entry));
+        }
+        let wanted: Vec<Id> = wanted.into_iter().collect();
         let mut sets: HashMap<Id, ShingleSet> = HashMap::new();
         if !wanted.is_empty() {
             let (arg, arg_type) = def.key.array_arg(&wanted);
@@ -329,9 +330,10 @@ pub(super) fn batch(
         }
         Some(
             docs.iter()
-                .zip(candidates)
-                .map(|(doc, ids)| {
+                .zip(&entries)
+                .map(|(doc, entry)| {
                     let mut ranked = Ranked::new(None, floor);
+                    let ids = candidates(entry);
                     if let (Some(doc), false) = (doc, ids.is_empty()) {
                         let query = ShingleSet::new(doc, shingling, &mut interrupts);
                         for id in ids {
