@@ -225,7 +225,8 @@ fn minhash_similar_typed(
 
 /// For each text of `docs`, the rows of `tbl` at least `threshold` similar to it, most similar
 /// first, at most `max_results` per text: `(probe, id, similarity)` with `probe` the text's
-/// position in `docs` (from 1). The lookups run one text at a time as the rows are read.
+/// position in `docs` (from 1). The lookups run one text at a time as the rows are read (of a
+/// Citus table, 256 texts at a time: see [`matches`]).
 #[pg_extern(stable, parallel_safe)]
 fn minhash_matches(
     tbl: Option<Regclass>,
