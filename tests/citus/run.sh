@@ -7,8 +7,11 @@
 #   INSERT, UPDATE, DELETE, COPY and TRUNCATE, by sequential and concurrent writers;
 # - two indexes on one distributed table: both kept exact, and a call naming the table and a
 #   duplicate trigger naming no index read the first made;
-# - minhash_similar, minhash_matches, minhash_duplicates (bigint and uuid keys) and
-#   minhash_clusters give exactly what they give on the plain table;
+# - minhash_similar, minhash_matches, minhash_duplicates and minhash_clusters (bigint and uuid
+#   keys, every mode) give exactly what they give on the plain table, in every call form
+#   (texts from subqueries, CTEs, lateral joins, prepared statements in psql and psycopg,
+#   lookups made on a worker); 5,500 copies of one text stream; a whole-table search on a
+#   worker says to run it on the coordinator;
 # - the duplicate trigger flags as on the plain table, but for near-duplicates written
 #   concurrently (or by the same transaction) on another worker, as documented; it refuses
 #   mode 'reject' (0A000);
@@ -261,10 +264,16 @@ prepared() { # prepared TABLE
 }
 got=$(prepared docs) want=$(prepared docs_local)
 [ -n "$want" ] && [ "$got" = "$want" ] || { echo "prepared lookups: $got, the plain table's: $want" >&2; exit 1; }
+# and through psycopg's prepared statements, as an application makes them
+venv=$(mktemp -d /tmp/pg_minhash-psycopg.XXXXXX)
+python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]==3.3.9"
+"$venv/bin/python" tests/citus/psycopg_forms.py "host=$CITUS_DIR port=$CITUS_PORT user=postgres dbname=postgres"
+rm -rf "$venv"
 out=$(citus_psql 1 -qAt -v VERBOSITY=verbose -c "SELECT count(*) FROM minhash_duplicates('docs')" 2>&1 || true)
 grep -q "ERROR:  0A000: this node has no minhash catalog" <<<"$out" && grep -q "Run this call on the coordinator" <<<"$out" \
     || { echo "a whole-table search on a worker: $out" >&2; exit 1; }
-echo "ok: call forms (subquery, CTE, lateral, prepared, matches of a subquery) and lookups on a worker equal the plain table's; a search on a worker says to run it on the coordinator (0A000)"
+echo "ok: call forms (subquery, CTE, lateral, prepared in psql and psycopg, matches of a subquery) and lookups on a worker equal the plain table's; a search on a worker says to run it on the coordinator (0A000)"
 
 # Rebuild and stats, as on the plain table; the check sees band rows deleted behind its back.
 q <<'EOF2'
