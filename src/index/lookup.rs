@@ -337,6 +337,7 @@ pub(super) fn batch(
                     if let (Some(doc), false) = (doc, ids.is_empty()) {
                         let query = ShingleSet::new(doc, shingling, &mut interrupts);
                         for id in ids {
+                            interrupts();
                             if let Some(similarity) = sets.get(&id).map(|set| set.jaccard(&query)) {
                                 if similarity >= floor {
                                     ranked.offer(id, similarity);
