@@ -4,7 +4,7 @@
 # workers on this machine, scripts/citus.sh) against the same rows in a plain table on the
 # coordinator, in the same run: index build, minhash_duplicates, minhash_clusters,
 # minhash_similar, minhash_matches and flagged inserts; then minhash_duplicates of 842,000
-# generated questions. All three nodes share this machine's cores, so this measures what
+# generated questions, and a shard move by logical replication during writes. All three nodes share this machine's cores, so this measures what
 # distribution costs (network round trips, 2PC), not a speed-up.
 #
 #   bash benches/citus.sh [CORPUS.csv]
@@ -128,6 +128,31 @@ EOF
         "$(printf '%.2f s' "${fig[questions_local,dups]}")" "$(printf '%.2f s' "${fig[questions,dups]}")" \
         "$(calc "%.1fx" "${fig[questions,dups]} / ${fig[questions_local,dups]}")"
 fi
+
+# A shard move by logical replication while a writer updates 500 rows of that shard, one
+# statement each: the band rows the new shard receives meanwhile are replayed through its
+# unique (key, id) B-tree, the band table's replica identity (docs/citus.md); a scan of the band
+# shard per replayed row would show as sequential scans on the target.
+read -r shard src <<<"$(q -F' ' -c "SELECT s.shardid, p.nodeport FROM pg_dist_shard s
+    JOIN pg_dist_shard_placement p USING (shardid) WHERE s.logicalrelid = 'docs'::regclass
+    ORDER BY s.shardid LIMIT 1")"
+dst=$(( src == CITUS_PORT + 1 ? CITUS_PORT + 2 : CITUS_PORT + 1 ))
+band_shard=$(q -c "SELECT 'docs_minhash_bands_' || shardid FROM pg_dist_shard
+    WHERE logicalrelid = 'docs_minhash_bands'::regclass ORDER BY shardid LIMIT 1")
+q -c "SELECT format('UPDATE docs SET body = body || %L WHERE id = %s;', ' moved', id) FROM docs
+      WHERE get_shard_id_for_distribution_column('docs', id) = $shard ORDER BY hashint8(id) LIMIT 500" \
+    | q >/dev/null &
+writer=$!
+sleep 0.3
+fig[move]=$(timed -c "SELECT citus_move_shard_placement($shard, '127.0.0.1', $src, '127.0.0.1', $dst,
+                                                     shard_transfer_mode => 'force_logical')")
+wait "$writer"
+sleep 1  # (the statistics the apply worker left when it exited)
+scans=$(citus_psql $((dst - CITUS_PORT)) -qAt -c "SET citus.show_shards_for_app_name_prefixes = '*'" \
+    -c "SELECT seq_scan || ' scans reading ' || seq_tup_read || ' rows, ' || n_tup_del || ' band rows deleted'
+        FROM pg_stat_user_tables WHERE relname = '$band_shard'")
+printf '| %-44s | %12s | %12s | %6s |\n' "shard move during 500 updates ($scans)" "" \
+    "$(printf '%.2f s' "${fig[move]}")" ""
 
 # The plan of a lookup's two queries (minhash_internal._minhash_lookup_sql('docs')), for the
 # keys of one row and three candidates.

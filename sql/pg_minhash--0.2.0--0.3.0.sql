@@ -238,15 +238,24 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     i int;
+    citus boolean := (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL;
 BEGIN
     IF cfg.format = 1 THEN
-        EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', cfg.band_table);
-        RETURN;
+        EXECUTE format('CREATE %s INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)',
+                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table);
+    ELSE
+        EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
+        FOR i IN 1..cfg.bands LOOP
+            EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
+        END LOOP;
     END IF;
-    EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
-    FOR i IN 1..cfg.bands LOOP
-        EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
-    END LOOP;
+    IF citus AND cfg.format = 1 THEN
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', cfg.band_table,
+                       (SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+                        WHERE x.indrelid = cfg.band_table AND x.indisunique));
+    ELSE
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', cfg.band_table);
+    END IF;
 END $$;
 
 CREATE FUNCTION minhash_internal._minhash_band_reshape(cfg @extschema@.minhash_indexes, target int)
@@ -301,6 +310,11 @@ BEGIN
         PERFORM minhash_internal._minhash_check_format(format, cfg.bands,
                                                        (minhash_internal._minhash_citus_table(cfg.tbl)).kind);
         cfg := minhash_internal._minhash_band_reshape(cfg, format);
+    -- (the band table of a Citus table indexed before 0.3.0 gets its unique B-tree and replica
+    -- identity: see _minhash_band_indexes)
+    ELSIF (SELECT c.relreplident FROM pg_class c WHERE c.oid = cfg.band_table) = 'f'
+          AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+        cfg := minhash_internal._minhash_band_reshape(cfg, cfg.format);
     END IF;
     RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;
@@ -578,9 +592,6 @@ BEGIN
 
     PERFORM minhash_internal._minhash_backfill(band);
     PERFORM minhash_internal._minhash_band_indexes(cfg);
-    -- The band table's replica identity is its whole row, so UPDATE and DELETE on the table
-    -- work under a publication that includes the band table.
-    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
     -- and no triggers on band tables.)

@@ -274,9 +274,6 @@ BEGIN
 
     PERFORM minhash_internal._minhash_backfill(band);
     PERFORM minhash_internal._minhash_band_indexes(cfg);
-    -- The band table's replica identity is its whole row, so UPDATE and DELETE on the table
-    -- work under a publication that includes the band table.
-    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', band);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
     -- and no triggers on band tables.)
@@ -354,12 +351,17 @@ BEGIN
 END $$;
 
 -- Creates the B-trees of the band table of `cfg` (PostgreSQL builds them as the band table's
--- owner). None is unique: a flag trigger writes a row's band rows before it checks the row
--- (src/index/claim.rs), while band rows of the row's id may still be there. Of format 1, a
--- lookup reads and filters candidates from `(key, id) INCLUDE (sketch1, sketch2)` alone (an
--- index-only scan), and the sync trigger deletes band rows through it. Of format 2, a lookup
--- reads band i's candidates through the B-tree on `key<i>` and their sketches from the band
--- table, and the sync trigger deletes band rows through the B-tree on `id`.
+-- owner) and sets its replica identity. Of format 1, a lookup reads and filters candidates from
+-- `(key, id) INCLUDE (sketch1, sketch2)` alone (an index-only scan), and the sync trigger
+-- deletes band rows through it. Of format 2, a lookup reads band i's candidates through the
+-- B-tree on `key<i>` and their sketches from the band table, and the sync trigger deletes band
+-- rows through the B-tree on `id`. On one node none is unique: a flag trigger writes a row's
+-- band rows before it checks the row (src/index/claim.rs), while band rows of the row's id may
+-- still be there; the replica identity is then the whole row, so UPDATE and DELETE on the
+-- table work under a publication that includes the band table. On Citus, where checks make no
+-- claims and a key's top bits are its band (src/core/bands.rs), `(key, id)` is unique by
+-- construction: that B-tree is unique and the replica identity, so a shard move replays each
+-- write through it (docs/citus.md).
 CREATE FUNCTION minhash_internal._minhash_band_indexes(cfg @extschema@.minhash_indexes)
 RETURNS void
 LANGUAGE plpgsql
@@ -367,15 +369,24 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     i int;
+    citus boolean := (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL;
 BEGIN
     IF cfg.format = 1 THEN
-        EXECUTE format('CREATE INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)', cfg.band_table);
-        RETURN;
+        EXECUTE format('CREATE %s INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)',
+                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table);
+    ELSE
+        EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
+        FOR i IN 1..cfg.bands LOOP
+            EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
+        END LOOP;
     END IF;
-    EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
-    FOR i IN 1..cfg.bands LOOP
-        EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
-    END LOOP;
+    IF citus AND cfg.format = 1 THEN
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', cfg.band_table,
+                       (SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+                        WHERE x.indrelid = cfg.band_table AND x.indisunique));
+    ELSE
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', cfg.band_table);
+    END IF;
 END $$;
 
 -- Drops the band table of an index if it still exists: it may be gone already, dropped by hand

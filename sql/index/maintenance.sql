@@ -23,6 +23,11 @@ BEGIN
         PERFORM minhash_internal._minhash_check_format(format, cfg.bands,
                                                        (minhash_internal._minhash_citus_table(cfg.tbl)).kind);
         cfg := minhash_internal._minhash_band_reshape(cfg, format);
+    -- (the band table of a Citus table indexed before 0.3.0 gets its unique B-tree and replica
+    -- identity: see _minhash_band_indexes)
+    ELSIF (SELECT c.relreplident FROM pg_class c WHERE c.oid = cfg.band_table) = 'f'
+          AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
+        cfg := minhash_internal._minhash_band_reshape(cfg, cfg.format);
     END IF;
     RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;

@@ -17,7 +17,8 @@
 #   mode 'reject' (0A000);
 # - an unprivileged role's trigger that names another owner's band table writes nothing;
 # - shard moves (by logical replication during writes, and blocking) and splits keep the
-#   index exact; a local table named like a shard is indexed as on plain PostgreSQL;
+#   index exact, and the band table's replica identity is its unique (key, id) B-tree on every
+#   shard (minhash_index_rebuild gives one to a band table made by 0.2.0); a local table named like a shard is indexed as on plain PostgreSQL;
 # - Citus's conversions of an indexed table (undistribute_table, alter_distributed_table,
 #   citus_add_local_table_to_metadata, create_distributed_table) or of its band table are
 #   refused, and the index stays as it was;
@@ -86,6 +87,22 @@ SELECT check_eq('a Citus table gets band table format 1',
 SELECT check_eq('band rows on the workers', (SELECT count(*) FROM docs_minhash_bands),
                 (SELECT count(*) FROM docs_local_minhash_bands));
 EOF
+# Its replica identity, on the coordinator and on every shard, is its unique (key, id) B-tree,
+# through which a shard move by logical replication finds each replayed row.
+identity_check() { # identity_check LABEL
+    q <<EOF >/dev/null
+SELECT check_eq('$1: replica identity a unique (key, id) B-tree', count(*), 1)
+FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+WHERE x.indrelid = 'docs_minhash_bands'::regclass AND x.indisreplident AND x.indisunique
+  AND x.indnkeyatts = 2 AND c.relreplident = 'i';
+SELECT check_eq('$1: the same on every shard', count(*) FILTER (WHERE result = 'i|true'), count(*))
+FROM run_command_on_shards('docs_minhash_bands',
+    \$\$SELECT c.relreplident::text || '|' || bool_and(x.indisunique) FROM pg_class c
+        JOIN pg_index x ON x.indrelid = c.oid AND x.indisreplident WHERE c.oid = '%s'::regclass
+        GROUP BY c.relreplident\$\$);
+EOF
+}
+identity_check "band table"
 
 # Sequential writes of every kind, the same on both tables.
 for t in docs docs_local; do
@@ -466,7 +483,23 @@ check docs "after writes to moved and split shards"
 q -c "SELECT check_eq('duplicates equal after moves and splits',
     (SELECT count(*) FROM ((SELECT * FROM minhash_duplicates('docs') EXCEPT SELECT * FROM minhash_duplicates('docs_local'))
                            UNION ALL (SELECT * FROM minhash_duplicates('docs_local') EXCEPT SELECT * FROM minhash_duplicates('docs'))) x), 0)" >/dev/null
+identity_check "after moves and splits"
 echo "ok: shard moves and splits keep the index exact"
+
+# A band table of a Citus table indexed before 0.3.0 (a B-tree that is not unique, the whole
+# row as replica identity) gets the unique B-tree and its identity from minhash_index_rebuild.
+q <<'EOF' >/dev/null
+ALTER TABLE docs_minhash_bands REPLICA IDENTITY FULL;
+SELECT format('DROP INDEX %s', x.indexrelid::regclass) FROM pg_index x
+WHERE x.indrelid = 'docs_minhash_bands'::regclass \gexec
+CREATE INDEX ON docs_minhash_bands (key, id) INCLUDE (sketch1, sketch2);
+SELECT check_eq('a 0.2.0 band table: whole-row identity', count(*), 1) FROM pg_class
+WHERE oid = 'docs_minhash_bands'::regclass AND relreplident = 'f';
+SELECT minhash_index_rebuild('docs');
+EOF
+identity_check "after minhash_index_rebuild of a 0.2.0 band table"
+check docs "after minhash_index_rebuild of a 0.2.0 band table"
+echo "ok: minhash_index_rebuild gives a 0.2.0 band table its replica identity"
 
 # A local table on the coordinator whose name ends like a shard's is indexed as on plain
 # PostgreSQL.
