@@ -7,7 +7,7 @@
 # generated questions, and a shard move by logical replication during writes. All three nodes share this machine's cores, so this measures what
 # distribution costs (network round trips, 2PC), not a speed-up.
 #
-#   bash benches/citus.sh [CORPUS.csv]
+#   bash benches/citus.sh [CORPUS.csv]    (CITUS_BENCH_FORMAT=2: indexes of band table format 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/cluster.sh
@@ -29,6 +29,8 @@ for n in 0 1 2; do
 done
 q() { citus_psql 0 -qAt "$@"; }
 q -c "CREATE EXTENSION pg_minhash"
+# (every index of the run, plain and distributed, of band table format CITUS_BENCH_FORMAT: 1 or 2)
+q -c "ALTER DATABASE postgres SET pg_minhash.default_format = ${CITUS_BENCH_FORMAT:-1}"
 
 # seconds of wall time of one psql run
 timed() {
@@ -54,7 +56,7 @@ CREATE TABLE probes AS
 VACUUM ANALYZE docs_local;
 EOF
 rows=$(q -c "SELECT count(*) FROM docs_local")
-echo "== Citus: $rows Debian descriptions, distributed (32 shards on 2 workers) vs a plain table"
+echo "== Citus: $rows Debian descriptions, distributed (32 shards on 2 workers) vs a plain table, band table format ${CITUS_BENCH_FORMAT:-1}"
 echo "   (coordinator and workers share 2 cores: this is the overhead of distribution, not a speed-up)"
 
 declare -A fig
@@ -156,11 +158,18 @@ printf '| %-44s | %12s | %12s | %6s |\n' "shard move during 500 updates ($scans)
 
 # The plan of a lookup's two queries (minhash_internal._minhash_lookup_sql('docs')), for the
 # keys of one row and three candidates.
-keys=$(q -c "SELECT array_agg(key)::text FROM docs_minhash_bands WHERE id = 1")
+# (of format 2, one condition per band's key column)
+if [ "${CITUS_BENCH_FORMAT:-1}" = 1 ]; then
+    condition="b.key = ANY ('$(q -c "SELECT array_agg(key)::text FROM docs_minhash_bands WHERE id = 1")'::int8[])"
+else
+    condition=$(q -c "SELECT string_agg(format('b.%I = %s', e.key, e.value), ' OR ')
+                      FROM docs_minhash_bands b CROSS JOIN LATERAL jsonb_each_text(to_jsonb(b)) e
+                      WHERE b.id = 1 AND e.key ~ '^key[0-9]+$'")
+fi
 echo
 echo "A lookup of the band keys of row 1:"
 q -c "SET citus.explain_all_tasks = off" -c "EXPLAIN (COSTS OFF)
-    SELECT b.id, b.sketch1, b.sketch2 FROM public.docs_minhash_bands b WHERE b.key = ANY ('$keys'::int8[])"
+    SELECT b.id, b.sketch1, b.sketch2 FROM public.docs_minhash_bands b WHERE $condition"
 echo "Its verification of three candidates:"
 q -c "EXPLAIN (COSTS OFF)
     SELECT t.id::int8, public.jaccard(t.body::text, 'a probe text', 5, 'char') FROM public.docs t

@@ -179,7 +179,17 @@ RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    -- (of a Citus table, as _minhash_band_rows_sql: the band values from a function in FROM)
     SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
+                WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
+        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s
+         FROM %8$s d
+         CROSS JOIN LATERAL minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) b(v)
+         WHERE b.v IS NOT NULL',
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source,
+        (SELECT string_agg(format('b.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
+        minhash_internal._minhash_band_id_type(cfg.band_table))
                 ELSE format(
         'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
          FROM (SELECT d.%2$I::%10$s AS id,
@@ -204,7 +214,7 @@ AS $$
         (SELECT string_agg('w.key' || i, ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
 $$;
 
-CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
+CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int)
 RETURNS int
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -217,16 +227,13 @@ BEGIN
             RAISE EXCEPTION 'pg_minhash.default_format must be 1 or 2, got %', setting
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        RETURN CASE WHEN setting = '2' AND bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
+        RETURN CASE WHEN setting = '2' AND bands <= 64 THEN 2 ELSE 1 END;
     ELSIF format NOT IN (1, 2) THEN
         RAISE EXCEPTION 'format must be 1 or 2, got %', format
             USING ERRCODE = 'invalid_parameter_value';
     ELSIF format = 2 AND bands > 64 THEN
         RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
             USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1, or fewer bands.';
-    ELSIF format = 2 AND citus_kind IS NOT NULL THEN
-        RAISE EXCEPTION 'format 2 is not available for a Citus table'
-            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1.';
     END IF;
     RETURN format;
 END $$;
@@ -244,12 +251,13 @@ BEGIN
         EXECUTE format('CREATE %s INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)',
                        CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table);
     ELSE
-        EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
+        EXECUTE format('CREATE %s INDEX ON %s (id)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
+                       cfg.band_table);
         FOR i IN 1..cfg.bands LOOP
             EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
         END LOOP;
     END IF;
-    IF citus AND cfg.format = 1 THEN
+    IF citus THEN
         EXECUTE format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', cfg.band_table,
                        (SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
                         WHERE x.indrelid = cfg.band_table AND x.indisunique));
@@ -307,8 +315,7 @@ BEGIN
         cfg.band_table));
     -- Of another format, the emptied band table is made one of `format` (docs/contract.md).
     IF format IS NOT NULL AND format IS DISTINCT FROM cfg.format THEN
-        PERFORM minhash_internal._minhash_check_format(format, cfg.bands,
-                                                       (minhash_internal._minhash_citus_table(cfg.tbl)).kind);
+        PERFORM minhash_internal._minhash_check_format(format, cfg.bands);
         cfg := minhash_internal._minhash_band_reshape(cfg, format);
     -- (the band table of a Citus table indexed before 0.3.0 gets its unique B-tree and replica
     -- identity: see _minhash_band_indexes)
@@ -546,7 +553,7 @@ BEGIN
     END IF;
     -- Format 1: one row per row and band, one B-tree; format 2: one row per row, its band keys
     -- side by side, each band's keys in a B-tree of their own (docs/contract.md).
-    band_format := minhash_internal._minhash_check_format(format, bands, citus.kind);
+    band_format := minhash_internal._minhash_check_format(format, bands);
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
@@ -1343,9 +1350,9 @@ DECLARE
         extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
-        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s GROUP BY key
-                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s GROUP BY id',
-                         cfg.band_table);
+        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s b GROUP BY b.key
+                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id',
+                         minhash_internal._minhash_band_rows_of(cfg));
     END IF;
     -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
     stats := minhash_internal._minhash_as_owner(cfg.tbl, format(

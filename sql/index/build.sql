@@ -193,7 +193,17 @@ RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    -- (of a Citus table, as _minhash_band_rows_sql: the band values from a function in FROM)
     SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
+                WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
+        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s
+         FROM %8$s d
+         CROSS JOIN LATERAL minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) b(v)
+         WHERE b.v IS NOT NULL',
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source,
+        (SELECT string_agg(format('b.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
+        minhash_internal._minhash_band_id_type(cfg.band_table))
                 ELSE format(
         'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
          FROM (SELECT d.%2$I::%10$s AS id,

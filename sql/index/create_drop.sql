@@ -228,7 +228,7 @@ BEGIN
     END IF;
     -- Format 1: one row per row and band, one B-tree; format 2: one row per row, its band keys
     -- side by side, each band's keys in a B-tree of their own (docs/contract.md).
-    band_format := minhash_internal._minhash_check_format(format, bands, citus.kind);
+    band_format := minhash_internal._minhash_check_format(format, bands);
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
@@ -289,10 +289,9 @@ BEGIN
 END $$;
 
 -- The band table format `format` (1 or 2; NULL: the setting pg_minhash.default_format, 1 if
--- unset, and 1 where format 2 is not available) for an index of `bands` bands of a table that
--- is `citus_kind` to Citus (NULL: none): 22023 for another value (of the argument or the
--- setting), 0A000 for format 2 beyond 64 bands (a B-tree per band) or on a Citus table.
-CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int, citus_kind text)
+-- unset, and 1 beyond 64 bands) for an index of `bands` bands: 22023 for another value (of the
+-- argument or the setting), 0A000 for format 2 beyond 64 bands (a B-tree per band).
+CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int)
 RETURNS int
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -305,16 +304,13 @@ BEGIN
             RAISE EXCEPTION 'pg_minhash.default_format must be 1 or 2, got %', setting
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        RETURN CASE WHEN setting = '2' AND bands <= 64 AND citus_kind IS NULL THEN 2 ELSE 1 END;
+        RETURN CASE WHEN setting = '2' AND bands <= 64 THEN 2 ELSE 1 END;
     ELSIF format NOT IN (1, 2) THEN
         RAISE EXCEPTION 'format must be 1 or 2, got %', format
             USING ERRCODE = 'invalid_parameter_value';
     ELSIF format = 2 AND bands > 64 THEN
         RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
             USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1, or fewer bands.';
-    ELSIF format = 2 AND citus_kind IS NOT NULL THEN
-        RAISE EXCEPTION 'format 2 is not available for a Citus table'
-            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1.';
     END IF;
     RETURN format;
 END $$;
@@ -375,12 +371,13 @@ BEGIN
         EXECUTE format('CREATE %s INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)',
                        CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table);
     ELSE
-        EXECUTE format('CREATE INDEX ON %s (id)', cfg.band_table);
+        EXECUTE format('CREATE %s INDEX ON %s (id)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
+                       cfg.band_table);
         FOR i IN 1..cfg.bands LOOP
             EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
         END LOOP;
     END IF;
-    IF citus AND cfg.format = 1 THEN
+    IF citus THEN
         EXECUTE format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', cfg.band_table,
                        (SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
                         WHERE x.indrelid = cfg.band_table AND x.indisunique));

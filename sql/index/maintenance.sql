@@ -20,8 +20,7 @@ BEGIN
         cfg.band_table));
     -- Of another format, the emptied band table is made one of `format` (docs/contract.md).
     IF format IS NOT NULL AND format IS DISTINCT FROM cfg.format THEN
-        PERFORM minhash_internal._minhash_check_format(format, cfg.bands,
-                                                       (minhash_internal._minhash_citus_table(cfg.tbl)).kind);
+        PERFORM minhash_internal._minhash_check_format(format, cfg.bands);
         cfg := minhash_internal._minhash_band_reshape(cfg, format);
     -- (the band table of a Citus table indexed before 0.3.0 gets its unique B-tree and replica
     -- identity: see _minhash_band_indexes)
@@ -102,9 +101,9 @@ DECLARE
         extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
-        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s GROUP BY key
-                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s GROUP BY id',
-                         cfg.band_table);
+        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s b GROUP BY b.key
+                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id',
+                         minhash_internal._minhash_band_rows_of(cfg));
     END IF;
     -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
     stats := minhash_internal._minhash_as_owner(cfg.tbl, format(

@@ -196,7 +196,7 @@ pub(super) struct Index {
     pub(super) sql: [String; 2],
     /// The query of a lookup that reads every row's sketch (see [`Index::scan_sql`]).
     pub(super) scan_sql: String,
-    /// Of a Citus table's format 1 index, the two queries of the lookups of many texts at
+    /// Of a Citus table's index, the two queries of the lookups of many texts at
     /// once (`lookup::batch`): `(key, id, sketch1, sketch2)` of the band rows with one of the
     /// keys `$1`, then `(id, text)` of the rows with the ids `$1` (as the second query of a
     /// table of this node).
@@ -364,14 +364,9 @@ impl Index {
         let mut batch_sql = None;
         if placement.verifies_remotely() {
             let rows = std::mem::replace(&mut sql[1], Self::verify_sql(schema, &def));
-            if def.format == BandFormat::PerBand {
-                let bands = format!(
-                    "SELECT b.key, b.id, b.sketch1, b.sketch2 FROM {} b
-                     WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)",
-                    qualified_name(def.band_table)
-                );
-                batch_sql = Some([bands, rows]);
-            }
+            let [bands, keyed] = Self::citus_band_sql(&def);
+            sql[0] = bands;
+            batch_sql = Some([keyed, rows]);
         }
         let scan_sql = Self::scan_sql(&def);
         Index {
@@ -445,6 +440,60 @@ impl Index {
                 tbl = qualified_name(tbl),
             ),
         ]
+    }
+
+    /// The band queries of a lookup of an index of a Citus table, each one fan-out to the band
+    /// shards (of format 2, one condition per band's key rather than a `UNION ALL`, which Citus
+    /// would run as one fan-out per band): `(id, sketch1, sketch2)` of the band rows with one of
+    /// the keys `$1` (band i's key `$1[i]`); then `(key, id, sketch1, sketch2)` of those with any
+    /// of the keys `$1`, of any band (a key's top bits are its band), for `lookup::batch`.
+    fn citus_band_sql(def: &IndexDef) -> [String; 2] {
+        let bands = qualified_name(def.band_table);
+        match def.format {
+            BandFormat::PerBand => [
+                format!(
+                    "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
+                     WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)"
+                ),
+                format!(
+                    "SELECT b.key, b.id, b.sketch1, b.sketch2 FROM {bands} b
+                     WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)"
+                ),
+            ],
+            BandFormat::PerRow => {
+                let columns = (0..def.banding.bands).map(|band| def.format.key_column(band));
+                let any_band = |condition: &dyn Fn(usize, &str) -> String| {
+                    columns
+                        .clone()
+                        .enumerate()
+                        .map(|(band, column)| condition(band, &column))
+                        .collect::<Vec<_>>()
+                        .join(" OR ")
+                };
+                let keys = columns
+                    .clone()
+                    .map(|column| format!("b.{column}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                [
+                    format!(
+                        "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b WHERE {}",
+                        any_band(&|band, column| format!(
+                            "b.{column} OPERATOR(pg_catalog.=) $1[{}]",
+                            band + 1
+                        ))
+                    ),
+                    format!(
+                        "SELECT k.key, b.id, b.sketch1, b.sketch2 FROM {bands} b
+                         CROSS JOIN LATERAL pg_catalog.unnest(ARRAY[{keys}]) k(key)
+                         WHERE ({}) AND k.key OPERATOR(pg_catalog.=) ANY ($1)",
+                        any_band(&|_, column| format!(
+                            "b.{column} OPERATOR(pg_catalog.=) ANY ($1)"
+                        ))
+                    ),
+                ]
+            }
+        }
     }
 
     /// The second query of a lookup of an index of a Citus table: `(id, similarity)` of the rows
