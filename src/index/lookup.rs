@@ -69,6 +69,8 @@ pub(super) struct ScanTrace {
     /// The band rows read, and the rows among them verified (not verified before).
     pub(super) rows_read: usize,
     pub(super) verified: usize,
+    /// Whether the band table was read directly (`scan::BandHeap`), rather than by SQL.
+    pub(super) direct: bool,
 }
 
 /// What a lookup returns: the rows at least `floor` similar to the text, or with `k` only the
@@ -358,11 +360,11 @@ const SCAN_FIRST_BATCH: i64 = 64;
 const SCAN_LAST_BATCH: i64 = 4096;
 
 /// Reads the band sketch of every row of the band table, fewest bits differing from `sketch`
-/// first (then by id), and verifies each row not in `verified` that may still reach the bar of
-/// `ranked`
+/// first, and verifies each row not in `verified` that may still reach the bar of `ranked`
 /// (`core::nearest::max_differing_bits`): once a row differs in more bits, every later one
-/// does too, and the scan stops. Returns what it did, and the index the texts were read
-/// through (as [`verify`]).
+/// does too, and the scan stops. The band table is read directly where its B-trees may be
+/// (`scan::BandHeap`), else through a cursor of its SQL query as the owner. Returns what it
+/// did, and the index the texts were read through (as [`verify`]).
 fn scan(
     cfg: &Index,
     client: &SpiClient<'_>,
@@ -378,7 +380,78 @@ fn scan(
         max_differing: max_differing_bits(k, from_bar),
         ..ScanTrace::default()
     };
-    let slots = k.min(BAND_SKETCH_BITS);
+    let mut row_index = None;
+    // (of format 1 through SQL, a row's sketch comes once per band)
+    let mut seen: HashSet<Id> = HashSet::new();
+    // Verifies the rows of `batch` (in order) up to the first that can no longer reach the
+    // bar; returns whether the scan is done.
+    let mut take = |batch: Vec<(Id, usize)>, ranked: &mut Ranked<Id>, trace: &mut ScanTrace| {
+        trace.rows_read += batch.len();
+        let max_differing = max_differing_bits(k, ranked.bar());
+        let mut done = false;
+        let mut ids: Vec<Id> = Vec::new();
+        for (id, differing) in batch {
+            if differing > max_differing {
+                done = true;
+                break;
+            }
+            if !verified.contains(&id) && seen.insert(id.clone()) {
+                ids.push(id);
+            }
+        }
+        trace.verified += ids.len();
+        if !ids.is_empty() {
+            // (in order, the texts' index entries and rows are read from fewer pages)
+            ids.sort_unstable();
+            row_index = verify(cfg, client, doc, &ids, ranked);
+        }
+        done
+    };
+    let heap = cfg
+        .placement
+        .band_index()
+        .filter(|index| index.usable())
+        .and_then(|index| index.heap(cfg.def.format));
+    trace.direct = heap.is_some();
+    match heap {
+        Some(heap) => {
+            let rows = heap.nearest(
+                |row_sketch| k.min(BAND_SKETCH_BITS) - equal_bits(sketch, row_sketch, k),
+                trace.max_differing,
+            );
+            let (mut from, mut size) = (0, SCAN_FIRST_BATCH as usize);
+            while from < rows.len() {
+                // (rows beyond the bar are not even fetched)
+                let max_differing = max_differing_bits(k, ranked.bar());
+                let end = (from + size).min(rows.len());
+                let reach = rows[from..end].partition_point(|row| row.differing() <= max_differing);
+                let batch = heap.ids(&rows[from..from + reach]);
+                if take(batch, ranked, &mut trace) || reach < end - from {
+                    break;
+                }
+                from = end;
+                size = (size * 2).min(SCAN_LAST_BATCH as usize);
+            }
+        }
+        None => scan_through_sql(cfg, client, sketch, &mut trace, |batch, trace| {
+            take(batch, ranked, trace)
+        }),
+    }
+    trace.to_bar = ranked.bar();
+    (trace, row_index)
+}
+
+/// [`scan`]'s read through a cursor of the band table's SQL query (`Index::scan_sql`), as the
+/// table's owner: hands `take` the rows `(id, differing bits)` in batches, fewest differing
+/// first (then by id), until it says it is done or they run out.
+fn scan_through_sql(
+    cfg: &Index,
+    client: &SpiClient<'_>,
+    sketch: [u64; 2],
+    trace: &mut ScanTrace,
+    mut take: impl FnMut(Vec<(Id, usize)>, &mut ScanTrace) -> bool,
+) {
+    let slots = cfg.def.k.min(BAND_SKETCH_BITS);
     let mask = |word: usize| match slots.saturating_sub(word * 64).min(64) {
         64 => -1i64,
         used => ((1u64 << used) - 1) as i64,
@@ -392,7 +465,6 @@ fn scan(
         (trace.max_differing as i64).into(),
     ];
     let owner = relation_owner(cfg.def.tbl);
-    let mut row_index = None;
     with_cursor(
         client,
         &cfg.scan_sql,
@@ -401,7 +473,6 @@ fn scan(
         owner,
         |mut cursor| {
             let (mut done, mut size) = (false, SCAN_FIRST_BATCH);
-            let mut last: Option<Id> = None;
             while !done {
                 pg_sys::check_for_interrupts!();
                 let mut batch = Vec::new();
@@ -422,33 +493,11 @@ fn scan(
                     Ok::<_, pgrx::spi::Error>(rows)
                 })
                 .unwrap_or_else(|e| spi_failed(e));
-                trace.rows_read += batch.len();
-                let max_differing = max_differing_bits(k, ranked.bar());
-                let mut ids: Vec<Id> = Vec::new();
-                for (id, differing) in batch {
-                    if differing > max_differing {
-                        done = true;
-                        break;
-                    }
-                    // (the band rows of one row come one after another: format 1 has one per
-                    // band, all with the row's sketch; the query orders by sketch, then id)
-                    let repeated = last.as_ref() == Some(&id);
-                    if !repeated && !verified.contains(&id) {
-                        ids.push(id.clone());
-                    }
-                    last = Some(id);
-                }
-                trace.verified += ids.len();
-                if !ids.is_empty() {
-                    row_index = verify(cfg, client, doc, &ids, ranked);
-                }
-                done |= fetched < size as usize;
+                done = take(batch, trace) || fetched < size as usize;
                 size = (size * 2).min(SCAN_LAST_BATCH);
             }
         },
     );
-    trace.to_bar = ranked.bar();
-    (trace, row_index)
 }
 
 /// Verifies the candidates `ids` of a lookup of `doc`, offering each to `ranked` with its exact

@@ -19,6 +19,7 @@ use std::ptr;
 use pgrx::pg_sys;
 use pgrx::PgMemoryContexts;
 
+use crate::core::bands::band_of_key;
 use crate::pg::compat;
 use crate::pg::tuple::attnum;
 
@@ -357,6 +358,161 @@ impl BandIndex {
                 } => scan_per_row(bands, *columns, *key, snapshot, keys, wanted, row),
             }
         }
+    }
+}
+
+impl BandIndex {
+    /// The band table these B-trees index, read whole by a lookup's scan of every row's band
+    /// sketch, if it has the columns that needs.
+    pub(super) fn heap(&self, format: BandFormat) -> Option<BandHeap> {
+        let (table, key) = match self {
+            BandIndex::PerBand { direct, key, .. } => (direct.table, *key),
+            BandIndex::PerRow { bands, key, .. } => (bands.first()?.table, *key),
+        };
+        let [id, sketch1, sketch2] = ["id", "sketch1", "sketch2"].map(|c| attnum(table, c));
+        let first_band_key = match format {
+            BandFormat::PerBand => Some(attnum(table, "key")),
+            BandFormat::PerRow => None,
+        };
+        let found = |attnum: i16| attnum > 0;
+        (found(id) && found(sketch1) && found(sketch2) && first_band_key.is_none_or(found))
+            .then_some(BandHeap {
+                table,
+                columns: [id, sketch1, sketch2],
+                first_band_key,
+                key,
+            })
+    }
+}
+
+/// A band table read whole, as a sequential scan reads it, for a lookup's scan of every row's
+/// band sketch (`lookup`): each row's sketch once (of format 1, from its first band's band row),
+/// kept if it differs from the text's in few enough bits, ordered by how many. Read directly
+/// under the same conditions as the band table's B-trees ([`BandIndex::usable`]).
+pub(super) struct BandHeap {
+    table: pg_sys::Oid,
+    /// Attribute numbers of `id`, `sketch1` and `sketch2`.
+    columns: [i16; 3],
+    /// Of format 1, the attribute number of `key`: only the first band's band rows are read.
+    first_band_key: Option<i16>,
+    key: KeyType,
+}
+
+/// A band row a [`BandHeap`] scan kept: the sketch bits in which it differs from the text in
+/// the top 16 bits, its heap TID below, so that sorting orders by the bits, then physically.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct NearRow(u64);
+
+impl NearRow {
+    pub(super) fn differing(self) -> usize {
+        (self.0 >> 48) as usize
+    }
+
+    fn tid(self) -> pg_sys::ItemPointerData {
+        let mut tid = pg_sys::ItemPointerData::default();
+        pgrx::itemptr::item_pointer_set_all(
+            &mut tid,
+            (self.0 >> 16) as pg_sys::BlockNumber,
+            self.0 as pg_sys::OffsetNumber,
+        );
+        tid
+    }
+}
+
+impl BandHeap {
+    /// The band rows the active snapshot sees whose sketch differs (`differing`) from the
+    /// text's in at most `max_differing` bits, fewest first. Only after [`BandIndex::usable`].
+    pub(super) fn nearest(
+        &self,
+        differing: impl Fn([u64; 2]) -> usize,
+        max_differing: usize,
+    ) -> Vec<NearRow> {
+        let mut kept = Vec::new();
+        let [id, sketch1, sketch2] = self.columns;
+        let last = [id, sketch1, sketch2, self.first_band_key.unwrap_or(0)]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        // SAFETY: after `usable`, under the active snapshot; the relation is locked for the
+        // scan, and the scan and slot are released at the end (an error releases them with the
+        // transaction). A slot's values are read while it holds the tuple.
+        unsafe {
+            let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
+            let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
+            let scan =
+                pg_sys::table_beginscan(heap, pg_sys::GetActiveSnapshot(), 0, ptr::null_mut());
+            while pg_sys::table_scan_getnextslot(
+                scan,
+                pg_sys::ScanDirection::ForwardScanDirection,
+                slot,
+            ) {
+                pg_sys::check_for_interrupts!();
+                pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
+                let value = |attnum: i16| {
+                    let i = attnum as usize - 1;
+                    (!*(*slot).tts_isnull.add(i))
+                        .then(|| (*(*slot).tts_values.add(i)).value() as u64)
+                };
+                if let Some(key) = self.first_band_key {
+                    if value(key).is_none_or(|key| band_of_key(key) != 0) {
+                        continue;
+                    }
+                }
+                let (Some(s1), Some(s2), Some(_)) = (value(sketch1), value(sketch2), value(id))
+                else {
+                    continue;
+                };
+                let bits = differing([s1, s2]);
+                if bits <= max_differing {
+                    let tid = &(*slot).tts_tid;
+                    let block = pgrx::itemptr::item_pointer_get_block_number(tid);
+                    let offset = pgrx::itemptr::item_pointer_get_offset_number(tid);
+                    kept.push(NearRow(
+                        (bits as u64) << 48 | u64::from(block) << 16 | u64::from(offset),
+                    ));
+                }
+            }
+            pg_sys::table_endscan(scan);
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::table_close(heap, pg_sys::NoLock as i32);
+        }
+        kept.sort_unstable();
+        kept
+    }
+
+    /// The ids of the band rows `rows` ([`BandHeap::nearest`] under the same snapshot), in
+    /// order; a row no longer there is left out.
+    pub(super) fn ids(&self, rows: &[NearRow]) -> Vec<(Id, usize)> {
+        let id = self.columns[0];
+        let mut ids = Vec::with_capacity(rows.len());
+        // SAFETY: as `nearest`; each TID names a tuple that scan saw under the active snapshot,
+        // which keeps it from being pruned.
+        unsafe {
+            let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
+            let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
+            let column_type = compat::attributes((*heap).rd_att)[id as usize - 1].atttypid;
+            for &row in rows {
+                pg_sys::check_for_interrupts!();
+                let mut tid = row.tid();
+                if !pg_sys::table_tuple_fetch_row_version(
+                    heap,
+                    &mut tid,
+                    pg_sys::GetActiveSnapshot(),
+                    slot,
+                ) {
+                    continue;
+                }
+                pg_sys::slot_getsomeattrs_int(slot, i32::from(id));
+                let i = id as usize - 1;
+                if !*(*slot).tts_isnull.add(i) {
+                    let datum = *(*slot).tts_values.add(i);
+                    ids.push((self.key.id(datum, column_type), row.differing()));
+                }
+            }
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::table_close(heap, pg_sys::NoLock as i32);
+        }
+        ids
     }
 }
 

@@ -484,9 +484,15 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
         };
         lines.push(format!(
             "  The band keys find a row of similarity {} with probability {:.3}: scanned every \
-             row's sketch for rows within {} differing bits of {}, fewest first (the bar: {}{rose}){counts}",
+             row's sketch ({}) for rows within {} differing bits of {}, fewest first (the bar: \
+             {}{rose}){counts}",
             float8_text(scan.from_bar),
             candidate_probability(scan.from_bar, def.banding.bands, def.banding.rows),
+            if scan.direct {
+                "band table read directly"
+            } else {
+                "band table read by SQL"
+            },
             scan.max_differing,
             def.k.min(BAND_SKETCH_BITS),
             float8_text(scan.from_bar),

@@ -78,7 +78,32 @@ FROM nn p, LATERAL ((SELECT * FROM minhash_similar('nn', p.body, k => 10)
                     (SELECT * FROM minhash_similar('nn', p.body, threshold => 0.55)
                      EXCEPT ALL SELECT * FROM minhash_similar('nn1', p.body, threshold => 0.55))) d
 WHERE p.id % 100 = 0;
--- 4. Bad arguments
+-- 4. The scan reads the band table directly; under SERIALIZABLE (whose predicate locks only
+-- SQL takes) through its query. Both give the same rows, of either format.
+CREATE TEMP TABLE direct_read AS
+SELECT p.id AS probe, f.tbl, s.* FROM nn p, (VALUES ('nn'), ('nn1')) f(tbl),
+     LATERAL (SELECT * FROM minhash_similar(f.tbl::regclass, p.body, k => 10)
+              UNION ALL SELECT * FROM minhash_similar(f.tbl::regclass, p.body, threshold => 0.55)) s
+WHERE p.id % 100 = 0;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+CREATE TEMP TABLE sql_read AS
+SELECT p.id AS probe, f.tbl, s.* FROM nn p, (VALUES ('nn'), ('nn1')) f(tbl),
+     LATERAL (SELECT * FROM minhash_similar(f.tbl::regclass, p.body, k => 10)
+              UNION ALL SELECT * FROM minhash_similar(f.tbl::regclass, p.body, threshold => 0.55)) s
+WHERE p.id % 100 = 0;
+SELECT f.tbl, substring(line FROM 'band table read (directly|by SQL)') AS read
+FROM (VALUES ('nn'), ('nn1')) f(tbl),
+     LATERAL minhash_explain(f.tbl::regclass, (SELECT body FROM nn WHERE id = 20), k => 10) line
+WHERE line LIKE '%scanned%';
+COMMIT;
+SELECT f.tbl, substring(line FROM 'band table read (directly|by SQL)') AS read
+FROM (VALUES ('nn'), ('nn1')) f(tbl),
+     LATERAL minhash_explain(f.tbl::regclass, (SELECT body FROM nn WHERE id = 20), k => 10) line
+WHERE line LIKE '%scanned%';
+SELECT (SELECT count(*) FROM direct_read) AS rows,
+       (SELECT count(*) FROM ((TABLE direct_read EXCEPT ALL TABLE sql_read)
+                              UNION ALL (TABLE sql_read EXCEPT ALL TABLE direct_read)) d) AS differences;
+-- 5. Bad arguments
 \set VERBOSITY sqlstate
 SELECT * FROM minhash_similar('nn', 'x', k => 0);
 SELECT * FROM minhash_matches('nn', ARRAY['x'], k => -1);
