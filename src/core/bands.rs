@@ -34,6 +34,13 @@ pub fn band_of_key(key: u64) -> usize {
     (key >> INDEX_SHIFT) as usize
 }
 
+/// The keys of band `band`: one range, also as int8 values (a band's top bits are fixed, the
+/// sign bit among them), as a B-tree on the keys orders them.
+pub fn keys_of_band(band: usize) -> std::ops::RangeInclusive<u64> {
+    let first = (band as u64) << INDEX_SHIFT;
+    first..=first | ((1u64 << INDEX_SHIFT) - 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +67,23 @@ mod tests {
         let same: Vec<bool> = keys.iter().zip(&other_keys).map(|(a, b)| a == b).collect();
         assert!(!same[1]);
         assert_eq!(same.iter().filter(|s| **s).count(), 15);
+    }
+
+    /// Every key of a band lies in its range, as u64 and as int8 alike, and no other band's.
+    #[test]
+    fn keys_of_band_hold_the_band_alone() {
+        let sig: Vec<u32> = (0..1024u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let keys = band_keys(&sig, Banding::new(1024, 1024, Some(1)).unwrap());
+        for band in [0, 1, 511, 512, 1023] {
+            let range = keys_of_band(band);
+            let (low, high) = (*range.start() as i64, *range.end() as i64);
+            for (b, &key) in keys.iter().enumerate() {
+                assert_eq!(range.contains(&key), b == band);
+                assert_eq!((low..=high).contains(&(key as i64)), b == band);
+            }
+        }
     }
 
     #[test]

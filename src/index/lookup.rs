@@ -26,7 +26,7 @@ use super::citus::nested_execution;
 use super::key::Id;
 use super::owner::{as_owner, relation_owner};
 use super::prepared::{with_cursor, with_prepared, with_prepared_args};
-use super::scan::RowIndex;
+use super::scan::{BandIndex, RowIndex};
 use super::spi::{for_each_spi_row, for_each_text_row, spi_failed};
 
 /// What one lookup did, step by step (`minhash_explain` shows it).
@@ -411,7 +411,7 @@ fn scan(
         .placement
         .band_index()
         .filter(|index| index.usable())
-        .and_then(|index| index.heap(cfg.def.format));
+        .and_then(BandIndex::heap);
     trace.direct = heap.is_some();
     match heap {
         Some(heap) => {

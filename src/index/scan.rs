@@ -19,7 +19,7 @@ use std::ptr;
 use pgrx::pg_sys;
 use pgrx::PgMemoryContexts;
 
-use crate::core::bands::band_of_key;
+use crate::core::bands::keys_of_band;
 use crate::pg::compat;
 use crate::pg::tuple::attnum;
 
@@ -363,39 +363,68 @@ impl BandIndex {
 
 impl BandIndex {
     /// The band table these B-trees index, read whole by a lookup's scan of every row's band
-    /// sketch, if it has the columns that needs.
-    pub(super) fn heap(&self, format: BandFormat) -> Option<BandHeap> {
-        let (table, key) = match self {
-            BandIndex::PerBand { direct, key, .. } => (direct.table, *key),
-            BandIndex::PerRow { bands, key, .. } => (bands.first()?.table, *key),
-        };
-        let [id, sketch1, sketch2] = ["id", "sketch1", "sketch2"].map(|c| attnum(table, c));
-        let first_band_key = match format {
-            BandFormat::PerBand => Some(attnum(table, "key")),
-            BandFormat::PerRow => None,
-        };
-        let found = |attnum: i16| attnum > 0;
-        (found(id) && found(sketch1) && found(sketch2) && first_band_key.is_none_or(found))
-            .then_some(BandHeap {
-                table,
-                columns: [id, sketch1, sketch2],
-                first_band_key,
+    /// sketch, if it has the columns that needs: of format 2 its heap, of format 1 the first
+    /// band's entries of its `(key, id) INCLUDE (sketch1, sketch2)` B-tree.
+    pub(super) fn heap(&self) -> Option<BandHeap> {
+        let (table, key, read) = match self {
+            BandIndex::PerBand {
+                direct,
+                columns: [_, sketch1, sketch2],
                 key,
-            })
+            } => (
+                direct.table,
+                *key,
+                SketchRead::FirstBand {
+                    index: *direct,
+                    sketches: [*sketch1, *sketch2],
+                },
+            ),
+            BandIndex::PerRow {
+                bands,
+                columns: [_, sketch1, sketch2],
+                key,
+            } => (
+                bands.first()?.table,
+                *key,
+                SketchRead::Heap {
+                    sketches: [*sketch1, *sketch2],
+                },
+            ),
+        };
+        let id = attnum(table, "id");
+        (id > 0).then_some(BandHeap {
+            table,
+            id,
+            read,
+            key,
+        })
     }
 }
 
-/// A band table read whole, as a sequential scan reads it, for a lookup's scan of every row's
-/// band sketch (`lookup`): each row's sketch once (of format 1, from its first band's band row),
-/// kept if it differs from the text's in few enough bits, ordered by how many. Read directly
-/// under the same conditions as the band table's B-trees ([`BandIndex::usable`]).
+/// A band table read whole for a lookup's scan of every row's band sketch (`lookup`): each
+/// row's sketch once, kept if it differs from the text's in few enough bits, ordered by how
+/// many. Read directly under the same conditions as the band table's B-trees
+/// ([`BandIndex::usable`]).
 pub(super) struct BandHeap {
     table: pg_sys::Oid,
-    /// Attribute numbers of `id`, `sketch1` and `sketch2`.
-    columns: [i16; 3],
-    /// Of format 1, the attribute number of `key`: only the first band's band rows are read.
-    first_band_key: Option<i16>,
+    /// The attribute number of `id`.
+    id: i16,
+    read: SketchRead,
     key: KeyType,
+}
+
+/// Where a [`BandHeap`] reads the sketches.
+enum SketchRead {
+    /// Of format 2, the heap, as a sequential scan reads it: the attribute numbers of `sketch1`
+    /// and `sketch2`.
+    Heap { sketches: [i16; 2] },
+    /// Of format 1, the entries of the first band's keys in the `(key, ...)` B-tree, as an
+    /// index-only scan reads them (one per row, where the heap holds one per row and band):
+    /// the positions of `sketch1` and `sketch2` among its columns.
+    FirstBand {
+        index: DirectIndex,
+        sketches: [usize; 2],
+    },
 }
 
 /// A band row a [`BandHeap`] scan kept: the sketch bits in which it differs from the text in
@@ -404,6 +433,17 @@ pub(super) struct BandHeap {
 pub(super) struct NearRow(u64);
 
 impl NearRow {
+    fn new(differing: usize, tid: &pg_sys::ItemPointerData) -> NearRow {
+        // SAFETY: `tid` is a reference, so a valid item pointer.
+        let (block, offset) = unsafe {
+            (
+                pgrx::itemptr::item_pointer_get_block_number(tid),
+                pgrx::itemptr::item_pointer_get_offset_number(tid),
+            )
+        };
+        NearRow((differing as u64) << 48 | u64::from(block) << 16 | u64::from(offset))
+    }
+
     pub(super) fn differing(self) -> usize {
         (self.0 >> 48) as usize
     }
@@ -428,53 +468,20 @@ impl BandHeap {
         max_differing: usize,
     ) -> Vec<NearRow> {
         let mut kept = Vec::new();
-        let [id, sketch1, sketch2] = self.columns;
-        let last = [id, sketch1, sketch2, self.first_band_key.unwrap_or(0)]
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        // SAFETY: after `usable`, under the active snapshot; the relation is locked for the
-        // scan, and the scan and slot are released at the end (an error releases them with the
-        // transaction). A slot's values are read while it holds the tuple.
+        let mut keep = |sketch: [u64; 2], tid: &pg_sys::ItemPointerData| {
+            let bits = differing(sketch);
+            if bits <= max_differing {
+                kept.push(NearRow::new(bits, tid));
+            }
+        };
+        // SAFETY: after `usable`, under the active snapshot.
         unsafe {
-            let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
-            let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
-            let scan =
-                pg_sys::table_beginscan(heap, pg_sys::GetActiveSnapshot(), 0, ptr::null_mut());
-            while pg_sys::table_scan_getnextslot(
-                scan,
-                pg_sys::ScanDirection::ForwardScanDirection,
-                slot,
-            ) {
-                pg_sys::check_for_interrupts!();
-                pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
-                let value = |attnum: i16| {
-                    let i = attnum as usize - 1;
-                    (!*(*slot).tts_isnull.add(i))
-                        .then(|| (*(*slot).tts_values.add(i)).value() as u64)
-                };
-                if let Some(key) = self.first_band_key {
-                    if value(key).is_none_or(|key| band_of_key(key) != 0) {
-                        continue;
-                    }
-                }
-                let (Some(s1), Some(s2), Some(_)) = (value(sketch1), value(sketch2), value(id))
-                else {
-                    continue;
-                };
-                let bits = differing([s1, s2]);
-                if bits <= max_differing {
-                    let tid = &(*slot).tts_tid;
-                    let block = pgrx::itemptr::item_pointer_get_block_number(tid);
-                    let offset = pgrx::itemptr::item_pointer_get_offset_number(tid);
-                    kept.push(NearRow(
-                        (bits as u64) << 48 | u64::from(block) << 16 | u64::from(offset),
-                    ));
+            match self.read {
+                SketchRead::Heap { sketches } => read_heap(self.table, sketches, &mut keep),
+                SketchRead::FirstBand { index, sketches } => {
+                    read_first_band(&index, sketches, &mut keep)
                 }
             }
-            pg_sys::table_endscan(scan);
-            pg_sys::ExecDropSingleTupleTableSlot(slot);
-            pg_sys::table_close(heap, pg_sys::NoLock as i32);
         }
         kept.sort_unstable();
         kept
@@ -483,14 +490,16 @@ impl BandHeap {
     /// The ids of the band rows `rows` ([`BandHeap::nearest`] under the same snapshot), in
     /// order; a row no longer there is left out.
     pub(super) fn ids(&self, rows: &[NearRow]) -> Vec<(Id, usize)> {
-        let id = self.columns[0];
         let mut ids = Vec::with_capacity(rows.len());
         // SAFETY: as `nearest`; each TID names a tuple that scan saw under the active snapshot,
-        // which keeps it from being pruned.
+        // which keeps it from being pruned. The relation is locked for the fetches and the
+        // slot released at the end (an error releases both with the transaction); the id is
+        // read while the slot holds the tuple, as its column's type.
         unsafe {
             let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
-            let column_type = compat::attributes((*heap).rd_att)[id as usize - 1].atttypid;
+            let i = self.id as usize - 1;
+            let column_type = compat::attributes((*heap).rd_att)[i].atttypid;
             for &row in rows {
                 pg_sys::check_for_interrupts!();
                 let mut tid = row.tid();
@@ -502,8 +511,7 @@ impl BandHeap {
                 ) {
                     continue;
                 }
-                pg_sys::slot_getsomeattrs_int(slot, i32::from(id));
-                let i = id as usize - 1;
+                pg_sys::slot_getsomeattrs_int(slot, i32::from(self.id));
                 if !*(*slot).tts_isnull.add(i) {
                     let datum = *(*slot).tts_values.add(i);
                     ids.push((self.key.id(datum, column_type), row.differing()));
@@ -513,6 +521,137 @@ impl BandHeap {
             pg_sys::table_close(heap, pg_sys::NoLock as i32);
         }
         ids
+    }
+}
+
+/// [`BandHeap::nearest`] of format 2: `keep(sketch, tid)` for every band row of `table` the
+/// active snapshot sees, read as a sequential scan reads them.
+///
+/// # Safety
+/// After [`BandIndex::usable`]; `sketches` are attribute numbers of int8 columns of `table`.
+unsafe fn read_heap(
+    table: pg_sys::Oid,
+    sketches: [i16; 2],
+    keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData),
+) {
+    let last = sketches[0].max(sketches[1]);
+    // SAFETY: per the contract; the relation is locked for the scan, and the scan and slot
+    // are released at the end (an error releases them with the transaction). A slot's values
+    // are read while it holds the tuple.
+    unsafe {
+        let heap = pg_sys::table_open(table, pg_sys::AccessShareLock as i32);
+        let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
+        let scan = pg_sys::table_beginscan(heap, pg_sys::GetActiveSnapshot(), 0, ptr::null_mut());
+        while pg_sys::table_scan_getnextslot(
+            scan,
+            pg_sys::ScanDirection::ForwardScanDirection,
+            slot,
+        ) {
+            pg_sys::check_for_interrupts!();
+            pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
+            let value = |attnum: i16| {
+                let i = attnum as usize - 1;
+                (!*(*slot).tts_isnull.add(i)).then(|| (*(*slot).tts_values.add(i)).value() as u64)
+            };
+            if let (Some(s1), Some(s2)) = (value(sketches[0]), value(sketches[1])) {
+                keep([s1, s2], &(*slot).tts_tid);
+            }
+        }
+        pg_sys::table_endscan(scan);
+        pg_sys::ExecDropSingleTupleTableSlot(slot);
+        pg_sys::table_close(heap, pg_sys::NoLock as i32);
+    }
+}
+
+/// [`BandHeap::nearest`] of format 1: `keep(sketch, tid)` for every entry of the first band's
+/// keys in `index` whose band row the active snapshot sees, read as an index-only scan reads
+/// them (the heap only where the page is not all-visible; `tid` is then the version seen).
+///
+/// # Safety
+/// After [`BandIndex::usable`]; `index` is a band table's B-tree led by `key` (int8) whose
+/// columns `sketches` are int8.
+unsafe fn read_first_band(
+    index: &DirectIndex,
+    sketches: [usize; 2],
+    keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData),
+) {
+    let keys = keys_of_band(0);
+    let bound = |strategy: u32, proc: u32, value: u64| {
+        let mut entry = pg_sys::ScanKeyData::default();
+        // SAFETY: an int8 comparison of the index's first column with an int8 datum.
+        unsafe {
+            pg_sys::ScanKeyEntryInitialize(
+                &mut entry,
+                0,
+                1,
+                strategy as pg_sys::StrategyNumber,
+                pg_sys::InvalidOid,
+                pg_sys::InvalidOid,
+                pg_sys::Oid::from(proc),
+                pg_sys::Datum::from(value as i64),
+            )
+        };
+        entry
+    };
+    let mut bounds = [
+        bound(
+            pg_sys::BTGreaterEqualStrategyNumber,
+            pg_sys::F_INT8GE,
+            *keys.start(),
+        ),
+        bound(
+            pg_sys::BTLessEqualStrategyNumber,
+            pg_sys::F_INT8LE,
+            *keys.end(),
+        ),
+    ];
+    let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+    // SAFETY: per the contract, as `scan_per_band`: both relations are locked for the scan,
+    // and the scan, slot and relations are released at the end (an error releases them with
+    // the transaction); an entry is read while the scan is positioned on it.
+    unsafe {
+        let heap = pg_sys::table_open(index.table, pg_sys::AccessShareLock as i32);
+        let rel = pg_sys::index_open(index.index, pg_sys::AccessShareLock as i32);
+        let scan = compat::index_beginscan(heap, rel, pg_sys::GetActiveSnapshot(), 2, 0);
+        (*scan).xs_want_itup = true;
+        let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
+        pg_sys::index_rescan(scan, bounds.as_mut_ptr(), 2, ptr::null_mut(), 0);
+        let natts = (*(*scan).xs_itupdesc).natts as usize;
+        let (mut values, mut nulls) = (vec![pg_sys::Datum::from(0); natts], vec![false; natts]);
+        loop {
+            pg_sys::check_for_interrupts!();
+            let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tid.is_null() {
+                break;
+            }
+            pg_sys::index_deform_tuple(
+                (*scan).xs_itup,
+                (*scan).xs_itupdesc,
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            );
+            let [s1, s2] = sketches;
+            if nulls[s1] || nulls[s2] {
+                continue;
+            }
+            let sketch = [values[s1].value() as u64, values[s2].value() as u64];
+            let block = pgrx::itemptr::item_pointer_get_block_number(tid);
+            let all_visible = pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer) as u32
+                & pg_sys::VISIBILITYMAP_ALL_VISIBLE
+                != 0;
+            if all_visible {
+                keep(sketch, &*tid);
+            } else if pg_sys::index_fetch_heap(scan, slot) {
+                keep(sketch, &(*slot).tts_tid);
+            }
+        }
+        if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+            pg_sys::ReleaseBuffer(vm_buffer);
+        }
+        pg_sys::index_endscan(scan);
+        pg_sys::ExecDropSingleTupleTableSlot(slot);
+        pg_sys::index_close(rel, pg_sys::NoLock as i32);
+        pg_sys::table_close(heap, pg_sys::NoLock as i32);
     }
 }
 
