@@ -60,6 +60,11 @@ impl<T: Ord> Ranked<T> {
         }
     }
 
+    /// Whether the bar may rise as rows are offered (a `k` lookup's).
+    pub fn bar_may_rise(&self) -> bool {
+        self.k.is_some()
+    }
+
     /// Keeps `(id, similarity)` if it reaches the bar (with `k`, it may push out the k-th).
     pub fn offer(&mut self, id: T, similarity: f64) {
         if similarity < self.bar() {

@@ -381,31 +381,17 @@ fn scan(
         ..ScanTrace::default()
     };
     let mut row_index = None;
-    // (of format 1 through SQL, a row's sketch comes once per band)
-    let mut seen: HashSet<Id> = HashSet::new();
-    // Verifies the rows of `batch` (in order) up to the first that can no longer reach the
-    // bar; returns whether the scan is done.
-    let mut take = |batch: Vec<(Id, usize)>, ranked: &mut Ranked<Id>, trace: &mut ScanTrace| {
-        trace.rows_read += batch.len();
-        let max_differing = max_differing_bits(k, ranked.bar());
-        let mut done = false;
-        let mut ids: Vec<Id> = Vec::new();
-        for (id, differing) in batch {
-            if differing > max_differing {
-                done = true;
-                break;
-            }
-            if !verified.contains(&id) && seen.insert(id.clone()) {
-                ids.push(id);
-            }
-        }
-        trace.verified += ids.len();
-        if !ids.is_empty() {
-            // (in order, the texts' index entries and rows are read from fewer pages)
-            ids.sort_unstable();
-            row_index = verify(cfg, client, doc, &ids, ranked);
-        }
-        done
+    let mut sweep = Sweep {
+        k,
+        skip: verified,
+        seen: HashSet::new(),
+        count: None,
+        pending: Vec::new(),
+    };
+    let mut verify_ids = |mut ids: Vec<Id>, ranked: &mut Ranked<Id>| {
+        // (in order, the texts' index entries and rows are read from fewer pages)
+        ids.sort_unstable();
+        row_index = verify(cfg, client, doc, &ids, ranked);
     };
     let heap = cfg
         .placement
@@ -421,12 +407,13 @@ fn scan(
             );
             let (mut from, mut size) = (0, SCAN_FIRST_BATCH as usize);
             while from < rows.len() {
-                // (rows beyond the bar are not even fetched)
-                let max_differing = max_differing_bits(k, ranked.bar());
+                // (rows beyond the bar are not even fetched; the count being verified is
+                // finished whatever the bar)
+                let reach = max_differing_bits(k, ranked.bar()).max(sweep.count.unwrap_or(0));
                 let end = (from + size).min(rows.len());
-                let reach = rows[from..end].partition_point(|row| row.differing() <= max_differing);
-                let batch = heap.ids(&rows[from..from + reach]);
-                if take(batch, ranked, &mut trace) || reach < end - from {
+                let cut = rows[from..end].partition_point(|row| row.differing() <= reach);
+                let batch = heap.ids(&rows[from..from + cut]);
+                if sweep.take(batch, ranked, &mut trace, &mut verify_ids) || cut < end - from {
                     break;
                 }
                 from = end;
@@ -434,11 +421,72 @@ fn scan(
             }
         }
         None => scan_through_sql(cfg, client, sketch, &mut trace, |batch, trace| {
-            take(batch, ranked, trace)
+            sweep.take(batch, ranked, trace, &mut verify_ids)
         }),
     }
     trace.to_bar = ranked.bar();
     (trace, row_index)
+}
+
+/// The rows a [`scan`] verifies, taken in the order the band table gives them: fewest
+/// differing bits first. The scan stops only where the count changes, at a count the bar no
+/// longer allows, so which rows it verifies (and returns) does not depend on their order
+/// within one count: the direct read gives them in physical order, SQL by id.
+struct Sweep<'a> {
+    k: usize,
+    /// Rows verified before the scan (found by the band keys), and the text's own row.
+    skip: &'a HashSet<Id>,
+    /// Rows taken (of format 1 through SQL, a row's sketch comes once per band).
+    seen: HashSet<Id>,
+    /// The differing bits of the rows taken last.
+    count: Option<usize>,
+    /// Rows taken, not verified yet.
+    pending: Vec<Id>,
+}
+
+impl Sweep<'_> {
+    /// Takes `rows` (id, differing bits), in order, verifying them with `verify` (which
+    /// offers them to `ranked`); returns whether the scan is done.
+    fn take(
+        &mut self,
+        rows: Vec<(Id, usize)>,
+        ranked: &mut Ranked<Id>,
+        trace: &mut ScanTrace,
+        verify: &mut impl FnMut(Vec<Id>, &mut Ranked<Id>),
+    ) -> bool {
+        for (id, differing) in rows {
+            if self.count != Some(differing) {
+                // (a threshold lookup's bar stays where it is: its rows are verified in
+                // batches)
+                if ranked.bar_may_rise() {
+                    self.flush(ranked, trace, verify);
+                }
+                if differing > max_differing_bits(self.k, ranked.bar()) {
+                    self.flush(ranked, trace, verify);
+                    return true;
+                }
+                self.count = Some(differing);
+            }
+            trace.rows_read += 1;
+            if !self.skip.contains(&id) && self.seen.insert(id.clone()) {
+                self.pending.push(id);
+            }
+        }
+        self.flush(ranked, trace, verify);
+        false
+    }
+
+    fn flush(
+        &mut self,
+        ranked: &mut Ranked<Id>,
+        trace: &mut ScanTrace,
+        verify: &mut impl FnMut(Vec<Id>, &mut Ranked<Id>),
+    ) {
+        if !self.pending.is_empty() {
+            trace.verified += self.pending.len();
+            verify(std::mem::take(&mut self.pending), ranked);
+        }
+    }
 }
 
 /// [`scan`]'s read through a cursor of the band table's SQL query (`Index::scan_sql`), as the

@@ -20,6 +20,7 @@ use pgrx::pg_sys;
 use pgrx::PgMemoryContexts;
 
 use crate::core::bands::keys_of_band;
+use crate::core::capacity;
 use crate::pg::compat;
 use crate::pg::tuple::attnum;
 
@@ -428,7 +429,7 @@ enum SketchRead {
 }
 
 /// A band row a [`BandHeap`] scan kept: the sketch bits in which it differs from the text in
-/// the top 16 bits, its heap TID below, so that sorting orders by the bits, then physically.
+/// the top 16 bits, its heap TID below.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct NearRow(u64);
 
@@ -467,11 +468,14 @@ impl BandHeap {
         differing: impl Fn([u64; 2]) -> usize,
         max_differing: usize,
     ) -> Vec<NearRow> {
-        let mut kept = Vec::new();
+        const WHAT: &str = "the rows a lookup's scan keeps";
+        // one list per count of differing bits, each in the order read
+        let mut kept: Vec<Vec<NearRow>> = vec![Vec::new(); max_differing + 1];
         let mut keep = |sketch: [u64; 2], tid: &pg_sys::ItemPointerData| {
             let bits = differing(sketch);
             if bits <= max_differing {
-                kept.push(NearRow::new(bits, tid));
+                capacity::push(&mut kept[bits], NearRow::new(bits, tid), WHAT)
+                    .unwrap_or_else(|e| e.fail());
             }
         };
         // SAFETY: after `usable`, under the active snapshot.
@@ -483,16 +487,22 @@ impl BandHeap {
                 }
             }
         }
-        kept.sort_unstable();
-        kept
+        let mut rows = Vec::new();
+        capacity::reserve(&mut rows, kept.iter().map(Vec::len).sum(), WHAT)
+            .unwrap_or_else(|e| e.fail());
+        for count in kept {
+            pg_sys::check_for_interrupts!();
+            rows.extend(count);
+        }
+        rows
     }
 
     /// The ids of the band rows `rows` ([`BandHeap::nearest`] under the same snapshot), in
     /// order; a row no longer there is left out.
     pub(super) fn ids(&self, rows: &[NearRow]) -> Vec<(Id, usize)> {
         let mut ids = Vec::with_capacity(rows.len());
-        // SAFETY: as `nearest`; each TID names a tuple that scan saw under the active snapshot,
-        // which keeps it from being pruned. The relation is locked for the fetches and the
+        // SAFETY: as `nearest`; each TID names a tuple that scan saw under the active snapshot
+        // (or, of format 1, the first of its HOT chain), which keeps it from being pruned. The relation is locked for the fetches and the
         // slot released at the end (an error releases both with the transaction); the id is
         // read while the slot holds the tuple, as its column's type.
         unsafe {
@@ -500,15 +510,30 @@ impl BandHeap {
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
             let i = self.id as usize - 1;
             let column_type = compat::attributes((*heap).rd_att)[i].atttypid;
+            // (format 1's TIDs are its index entries': the first of a HOT chain, followed as
+            // an index scan follows it; format 2's are the versions its scan saw)
+            let chains = match self.read {
+                SketchRead::FirstBand { .. } => pg_sys::table_index_fetch_begin(heap),
+                SketchRead::Heap { .. } => ptr::null_mut(),
+            };
             for &row in rows {
                 pg_sys::check_for_interrupts!();
                 let mut tid = row.tid();
-                if !pg_sys::table_tuple_fetch_row_version(
-                    heap,
-                    &mut tid,
-                    pg_sys::GetActiveSnapshot(),
-                    slot,
-                ) {
+                let snapshot = pg_sys::GetActiveSnapshot();
+                let found = if chains.is_null() {
+                    pg_sys::table_tuple_fetch_row_version(heap, &mut tid, snapshot, slot)
+                } else {
+                    let (mut call_again, mut all_dead) = (false, false);
+                    pg_sys::table_index_fetch_tuple(
+                        chains,
+                        &mut tid,
+                        snapshot,
+                        slot,
+                        &mut call_again,
+                        &mut all_dead,
+                    )
+                };
+                if !found {
                     continue;
                 }
                 pg_sys::slot_getsomeattrs_int(slot, i32::from(self.id));
@@ -516,6 +541,9 @@ impl BandHeap {
                     let datum = *(*slot).tts_values.add(i);
                     ids.push((self.key.id(datum, column_type), row.differing()));
                 }
+            }
+            if !chains.is_null() {
+                pg_sys::table_index_fetch_end(chains);
             }
             pg_sys::ExecDropSingleTupleTableSlot(slot);
             pg_sys::table_close(heap, pg_sys::NoLock as i32);
@@ -565,7 +593,7 @@ unsafe fn read_heap(
 
 /// [`BandHeap::nearest`] of format 1: `keep(sketch, tid)` for every entry of the first band's
 /// keys in `index` whose band row the active snapshot sees, read as an index-only scan reads
-/// them (the heap only where the page is not all-visible; `tid` is then the version seen).
+/// them (the heap only where the page is not all-visible); `tid` is the entry's.
 ///
 /// # Safety
 /// After [`BandIndex::usable`]; `index` is a band table's B-tree led by `key` (int8) whose
@@ -639,10 +667,8 @@ unsafe fn read_first_band(
             let all_visible = pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer) as u32
                 & pg_sys::VISIBILITYMAP_ALL_VISIBLE
                 != 0;
-            if all_visible {
+            if all_visible || pg_sys::index_fetch_heap(scan, slot) {
                 keep(sketch, &*tid);
-            } else if pg_sys::index_fetch_heap(scan, slot) {
-                keep(sketch, &(*slot).tts_tid);
             }
         }
         if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
