@@ -163,36 +163,161 @@ impl DirectIndex {
         want_index_tuple: bool,
         eq: Equality,
         keys: impl IntoIterator<Item = pg_sys::Datum>,
+        read: impl FnMut(pg_sys::IndexScanDesc, pg_sys::Relation, *mut pg_sys::TupleTableSlot),
+    ) {
+        let equal = pg_sys::BTEqualStrategyNumber;
+        let sets = keys
+            .into_iter()
+            .map(|key| [first_column_key(equal, eq.collation, eq.proc, key)]);
+        // SAFETY: per the contract.
+        unsafe { self.scan_by(snapshot, want_index_tuple, sets, read) }
+    }
+
+    /// [`DirectIndex::scan`] with the scan positioned by each set of `N` scan keys in turn.
+    ///
+    /// # Safety
+    /// As for [`DirectIndex::scan`]; each scan key compares the index's first column with a
+    /// datum of its type.
+    unsafe fn scan_by<const N: usize>(
+        &self,
+        snapshot: pg_sys::Snapshot,
+        want_index_tuple: bool,
+        sets: impl IntoIterator<Item = [pg_sys::ScanKeyData; N]>,
         mut read: impl FnMut(pg_sys::IndexScanDesc, pg_sys::Relation, *mut pg_sys::TupleTableSlot),
     ) {
         // SAFETY: the calls follow nodeIndexscan.c and nodeIndexonlyscan.c: both relations are
         // locked for the scan, and the scan, slot and relations are released at the end (an
-        // error releases them with the transaction).
+        // error releases them with the transaction); index_rescan copies the scan keys.
         unsafe {
             let heap = pg_sys::table_open(self.table, pg_sys::AccessShareLock as i32);
             let index = pg_sys::index_open(self.index, pg_sys::AccessShareLock as i32);
-            let scan = compat::index_beginscan(heap, index, snapshot, 1, 0);
+            let scan = compat::index_beginscan(heap, index, snapshot, N as i32, 0);
             (*scan).xs_want_itup = want_index_tuple;
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
-            let mut key_entry = pg_sys::ScanKeyData::default();
-            for key in keys {
-                pg_sys::ScanKeyEntryInitialize(
-                    &mut key_entry,
-                    0,
-                    1,
-                    pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-                    pg_sys::InvalidOid,
-                    eq.collation,
-                    eq.proc,
-                    key,
-                );
-                pg_sys::index_rescan(scan, &mut key_entry, 1, ptr::null_mut(), 0);
+            for mut set in sets {
+                pg_sys::index_rescan(scan, set.as_mut_ptr(), N as i32, ptr::null_mut(), 0);
                 read(scan, heap, slot);
             }
             pg_sys::index_endscan(scan);
             pg_sys::ExecDropSingleTupleTableSlot(slot);
             pg_sys::index_close(index, pg_sys::NoLock as i32);
             pg_sys::table_close(heap, pg_sys::NoLock as i32);
+        }
+    }
+}
+
+/// A scan key comparing an index's first column with `value` by `proc` (of `strategy`).
+fn first_column_key(
+    strategy: u32,
+    collation: pg_sys::Oid,
+    proc: pg_sys::Oid,
+    value: pg_sys::Datum,
+) -> pg_sys::ScanKeyData {
+    let mut entry = pg_sys::ScanKeyData::default();
+    // SAFETY: fills `entry` in; the function is looked up by OID.
+    unsafe {
+        pg_sys::ScanKeyEntryInitialize(
+            &mut entry,
+            0,
+            1,
+            strategy as pg_sys::StrategyNumber,
+            pg_sys::InvalidOid,
+            collation,
+            proc,
+            value,
+        )
+    };
+    entry
+}
+
+/// How an index-only read decided the row an entry points at ([`IndexOnly::entries`]).
+#[derive(PartialEq, Eq)]
+enum EntryRow {
+    /// On an all-visible page: committed, its writer long done; the heap was not read.
+    AllVisible,
+    /// Read from the heap into the slot: the snapshot sees it.
+    Fetched,
+    /// Read from the heap: the snapshot does not see it.
+    Gone,
+}
+
+/// Index entries read as an index-only scan reads them (nodeIndexonlyscan.c): the columns of
+/// each entry from the index, the heap only where the visibility map does not say the page is
+/// all-visible. Keeps room for one entry's columns and the visibility map page pinned last
+/// across scans, until [`IndexOnly::end`].
+struct IndexOnly {
+    values: Vec<pg_sys::Datum>,
+    nulls: Vec<bool>,
+    vm_buffer: pg_sys::Buffer,
+}
+
+impl IndexOnly {
+    fn new() -> IndexOnly {
+        IndexOnly {
+            values: Vec::new(),
+            nulls: Vec::new(),
+            vm_buffer: pg_sys::InvalidBuffer as pg_sys::Buffer,
+        }
+    }
+
+    /// Calls `entry(values, nulls, tid, row)` for each entry `scan` returns, with its columns;
+    /// `row()` decides the row it points at (reading it into `slot` if need be).
+    ///
+    /// # Safety
+    /// `scan` is positioned, wants index tuples and is of `heap`'s index; `slot` is a slot of
+    /// `heap`.
+    unsafe fn entries(
+        &mut self,
+        scan: pg_sys::IndexScanDesc,
+        heap: pg_sys::Relation,
+        slot: *mut pg_sys::TupleTableSlot,
+        mut entry: impl FnMut(
+            &[pg_sys::Datum],
+            &[bool],
+            &pg_sys::ItemPointerData,
+            &mut dyn FnMut() -> EntryRow,
+        ),
+    ) {
+        // SAFETY: per the contract; an entry is read while the scan is positioned on it.
+        unsafe {
+            let natts = (*(*scan).xs_itupdesc).natts as usize;
+            self.values.resize(natts, pg_sys::Datum::from(0));
+            self.nulls.resize(natts, false);
+            loop {
+                pg_sys::check_for_interrupts!();
+                let tid =
+                    pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                if tid.is_null() {
+                    break;
+                }
+                pg_sys::index_deform_tuple(
+                    (*scan).xs_itup,
+                    (*scan).xs_itupdesc,
+                    self.values.as_mut_ptr(),
+                    self.nulls.as_mut_ptr(),
+                );
+                let vm_buffer = &mut self.vm_buffer;
+                let mut row = || {
+                    let block = pgrx::itemptr::item_pointer_get_block_number(tid);
+                    let status = pg_sys::visibilitymap_get_status(heap, block, vm_buffer);
+                    if u32::from(status) & pg_sys::VISIBILITYMAP_ALL_VISIBLE != 0 {
+                        EntryRow::AllVisible
+                    } else if pg_sys::index_fetch_heap(scan, slot) {
+                        EntryRow::Fetched
+                    } else {
+                        EntryRow::Gone
+                    }
+                };
+                entry(&self.values, &self.nulls, &*tid, &mut row);
+            }
+        }
+    }
+
+    /// Releases the visibility map page.
+    fn end(self) {
+        if self.vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+            // SAFETY: a buffer `visibilitymap_get_status` pinned and left to the caller.
+            unsafe { pg_sys::ReleaseBuffer(self.vm_buffer) };
         }
     }
 }
@@ -604,24 +729,11 @@ unsafe fn read_first_band(
     keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData),
 ) {
     let keys = keys_of_band(0);
-    let bound = |strategy: u32, proc: u32, value: u64| {
-        let mut entry = pg_sys::ScanKeyData::default();
-        // SAFETY: an int8 comparison of the index's first column with an int8 datum.
-        unsafe {
-            pg_sys::ScanKeyEntryInitialize(
-                &mut entry,
-                0,
-                1,
-                strategy as pg_sys::StrategyNumber,
-                pg_sys::InvalidOid,
-                pg_sys::InvalidOid,
-                pg_sys::Oid::from(proc),
-                pg_sys::Datum::from(value as i64),
-            )
-        };
-        entry
+    let bound = |strategy, proc: u32, value: u64| {
+        let value = pg_sys::Datum::from(value as i64);
+        first_column_key(strategy, pg_sys::InvalidOid, pg_sys::Oid::from(proc), value)
     };
-    let mut bounds = [
+    let bounds = [
         bound(
             pg_sys::BTGreaterEqualStrategyNumber,
             pg_sys::F_INT8GE,
@@ -633,52 +745,20 @@ unsafe fn read_first_band(
             *keys.end(),
         ),
     ];
-    let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
-    // SAFETY: per the contract, as `scan_per_band`: both relations are locked for the scan,
-    // and the scan, slot and relations are released at the end (an error releases them with
-    // the transaction); an entry is read while the scan is positioned on it.
+    let mut reader = IndexOnly::new();
+    // SAFETY: per the contract; the scan wants index tuples.
     unsafe {
-        let heap = pg_sys::table_open(index.table, pg_sys::AccessShareLock as i32);
-        let rel = pg_sys::index_open(index.index, pg_sys::AccessShareLock as i32);
-        let scan = compat::index_beginscan(heap, rel, pg_sys::GetActiveSnapshot(), 2, 0);
-        (*scan).xs_want_itup = true;
-        let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
-        pg_sys::index_rescan(scan, bounds.as_mut_ptr(), 2, ptr::null_mut(), 0);
-        let natts = (*(*scan).xs_itupdesc).natts as usize;
-        let (mut values, mut nulls) = (vec![pg_sys::Datum::from(0); natts], vec![false; natts]);
-        loop {
-            pg_sys::check_for_interrupts!();
-            let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
-            if tid.is_null() {
-                break;
-            }
-            pg_sys::index_deform_tuple(
-                (*scan).xs_itup,
-                (*scan).xs_itupdesc,
-                values.as_mut_ptr(),
-                nulls.as_mut_ptr(),
-            );
-            let [s1, s2] = sketches;
-            if nulls[s1] || nulls[s2] {
-                continue;
-            }
-            let sketch = [values[s1].value() as u64, values[s2].value() as u64];
-            let block = pgrx::itemptr::item_pointer_get_block_number(tid);
-            let all_visible = pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer) as u32
-                & pg_sys::VISIBILITYMAP_ALL_VISIBLE
-                != 0;
-            if all_visible || pg_sys::index_fetch_heap(scan, slot) {
-                keep(sketch, &*tid);
-            }
-        }
-        if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
-            pg_sys::ReleaseBuffer(vm_buffer);
-        }
-        pg_sys::index_endscan(scan);
-        pg_sys::ExecDropSingleTupleTableSlot(slot);
-        pg_sys::index_close(rel, pg_sys::NoLock as i32);
-        pg_sys::table_close(heap, pg_sys::NoLock as i32);
+        let snapshot = pg_sys::GetActiveSnapshot();
+        index.scan_by(snapshot, true, [bounds], |scan, heap, slot| {
+            reader.entries(scan, heap, slot, |values, nulls, tid, row| {
+                let [s1, s2] = sketches;
+                if !nulls[s1] && !nulls[s2] && row() != EntryRow::Gone {
+                    keep([values[s1].value() as u64, values[s2].value() as u64], tid);
+                }
+            });
+        });
     }
+    reader.end();
 }
 
 /// The equality of a band key column (int8).
@@ -704,60 +784,34 @@ unsafe fn scan_per_band(
     wanted: impl Fn(&Id) -> bool,
     mut row: impl FnMut(Id, [u64; 2], Option<pg_sys::TransactionId>),
 ) {
-    let mut vm_buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
     let keys = keys.iter().map(|&key| pg_sys::Datum::from(key));
-    // one index entry's columns, sized at the first key
-    let (mut values, mut nulls) = (Vec::new(), Vec::new());
-    // SAFETY: per the contract. An entry is read only while the scan is positioned on it; a
-    // dirty snapshot's xmin and xmax describe the heap tuple fetched last.
+    let mut reader = IndexOnly::new();
+    // SAFETY: per the contract; the scan wants index tuples. A dirty snapshot's xmin and xmax
+    // describe the heap tuple fetched last.
     unsafe {
         direct.scan(snapshot, true, int8_equality(), keys, |scan, heap, slot| {
-            let natts = (*(*scan).xs_itupdesc).natts as usize;
-            values.resize(natts, pg_sys::Datum::from(0));
-            nulls.resize(natts, false);
-            loop {
-                pg_sys::check_for_interrupts!();
-                let tid =
-                    pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
-                if tid.is_null() {
-                    break;
-                }
-                pg_sys::index_deform_tuple(
-                    (*scan).xs_itup,
-                    (*scan).xs_itupdesc,
-                    values.as_mut_ptr(),
-                    nulls.as_mut_ptr(),
-                );
+            reader.entries(scan, heap, slot, |values, nulls, _, entry_row| {
                 let [id, s1, s2] = columns;
                 if nulls[id] || nulls[s1] || nulls[s2] {
-                    continue;
+                    return;
                 }
                 let int = |i: usize| values[i].value() as u64;
                 let (id, sketch) = (key.id(values[id], pg_sys::INT8OID), [int(s1), int(s2)]);
                 if !wanted(&id) {
-                    continue;
+                    return;
                 }
-                let block = pgrx::itemptr::item_pointer_get_block_number(tid);
-                let all_visible = pg_sys::visibilitymap_get_status(heap, block, &mut vm_buffer)
-                    as u32
-                    & pg_sys::VISIBILITYMAP_ALL_VISIBLE
-                    != 0;
-                // as an index-only scan: the heap decides only where the page is not
-                // all-visible (an all-visible row is committed, its writer long done)
-                let mut writer = None;
-                if !all_visible {
-                    if !pg_sys::index_fetch_heap(scan, slot) || withdrawn(slot) {
-                        continue;
+                let writer = match entry_row() {
+                    EntryRow::AllVisible => None,
+                    EntryRow::Fetched if !withdrawn(slot) => {
+                        in_progress_write(snapshot).map(|(xid, _)| xid)
                     }
-                    writer = in_progress_write(snapshot).map(|(xid, _)| xid);
-                }
+                    EntryRow::Fetched | EntryRow::Gone => return,
+                };
                 row(id, sketch, writer);
-            }
+            });
         });
-        if vm_buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
-            pg_sys::ReleaseBuffer(vm_buffer);
-        }
     }
+    reader.end();
 }
 
 /// [`BandIndex::scan_under`] of format 2: for each band i, the rows that band i's B-tree finds
