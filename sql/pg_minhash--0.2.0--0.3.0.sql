@@ -1197,7 +1197,8 @@ STRICT VOLATILE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_minhash_progress_wrapper';
 
--- The k most similar rows (src/index/similar.rs): the lookups take `k` after `max_results`.
+-- The k most similar rows (src/index/similar.rs): the lookups take `k` after `max_results`,
+-- and minhash_similar the ids it may return (`among`) after `k`.
 DROP FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int);
 DROP FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int);
 DROP FUNCTION @extschema@.minhash_matches(regclass, text[], double precision, int);
@@ -1207,7 +1208,8 @@ CREATE FUNCTION @extschema@."minhash_similar"(
 	"doc" TEXT, /* Option < & str > */
 	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
 	"max_results" INT DEFAULT NULL, /* Option < i32 > */
-	"k" INT DEFAULT NULL /* Option < i32 > */
+	"k" INT DEFAULT NULL, /* Option < i32 > */
+	"among" bigint[] DEFAULT NULL /* Option < Array < '_, i64 > > */
 ) RETURNS TABLE (
 	"id" bigint,  /* i64 */
 	"similarity" double precision  /* f64 */
@@ -1221,7 +1223,8 @@ CREATE FUNCTION @extschema@."minhash_similar"(
 	"id_type" anyelement, /* Option < AnyElement > */
 	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
 	"max_results" INT DEFAULT NULL, /* Option < i32 > */
-	"k" INT DEFAULT NULL /* Option < i32 > */
+	"k" INT DEFAULT NULL, /* Option < i32 > */
+	"among" TEXT[] DEFAULT NULL /* :: std :: option :: Option < Array < '_, & str > > */
 ) RETURNS TABLE (
 	"id" anyelement,  /* AnyElement */
 	"similarity" double precision  /* f64 */
@@ -1258,9 +1261,9 @@ CREATE FUNCTION @extschema@."minhash_matches"(
 STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'minhash_matches_typed_wrapper';
-COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int, int) IS
+COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int, int, bigint[]) IS
     'rows of an indexed table similar to a text, with exact Jaccard, most similar first';
-COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int, int) IS
+COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int, int, text[]) IS
     'rows of an indexed table similar to a text, with exact Jaccard, most similar first';
 COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], double precision, int, int) IS
     'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard';

@@ -3,7 +3,7 @@
 //! (Rust's default response to a failed allocation, which takes a PostgreSQL backend and then
 //! every other connection down with it).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::Hash;
 use std::sync::OnceLock;
@@ -96,6 +96,17 @@ pub fn reserve_map<K: Eq + Hash, V>(
 ) -> Result<(), CapacityError> {
     map.try_reserve(additional)
         .map_err(|_| CapacityError::out_of_memory::<(K, V)>(what, additional))
+}
+
+/// Reserves room for `additional` more elements in `set`.
+#[inline]
+pub fn reserve_set<T: Eq + Hash>(
+    set: &mut HashSet<T>,
+    additional: usize,
+    what: &'static str,
+) -> Result<(), CapacityError> {
+    set.try_reserve(additional)
+        .map_err(|_| CapacityError::out_of_memory::<T>(what, additional))
 }
 
 /// Appends `x` to `v`, growing it fallibly.

@@ -4,35 +4,43 @@
 //! what SQL sees, through statements prepared once per backend; no PL/pgSQL or SQL function
 //! runs in between.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::AnyElement;
-use pgrx::PgSqlErrorCode;
+use pgrx::{AnyElement, PgBuiltInOids, PgOid, PgSqlErrorCode};
 
+use crate::core::capacity;
 use crate::core::params::{candidate_probability, float8_text};
 use crate::core::sketch::BAND_SKETCH_BITS;
 use crate::pg::error::raise;
 use crate::pg::names::type_name;
-use crate::pg::names::{qualified, quote_literal, regclass_name, Regclass};
+use crate::pg::names::{
+    qualified, qualified_name, qualified_type_name, quote_ident_str, quote_literal, regclass_name,
+    Regclass,
+};
 
 use super::access::Index;
 use super::key::Id;
 use super::lookup::{self, Trace, Want};
 use super::params::{checked_threshold, notice_low_threshold};
+use super::prepared::with_prepared;
 use super::scan::RowIndex;
+use super::spi::for_each_spi_row;
 
 /// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
 /// the index's, or with `k` any similarity), the most similar rows to return per text (`k`:
 /// the k most similar, found by a scan where the band keys do not suffice; NULL: all at or
-/// above the threshold) and the most rows to return (NULL: all).
+/// above the threshold), the most rows to return (NULL: all) and the only rows that may be
+/// returned (`among`; NULL: any).
 struct Lookup {
     fn_oid: pg_sys::Oid,
     tbl: pg_sys::Oid,
     threshold: Option<f64>,
     k: Option<usize>,
     max_results: Option<i32>,
+    among: Option<HashSet<Id>>,
 }
 
 impl Lookup {
@@ -67,7 +75,49 @@ impl Lookup {
             threshold,
             k: k.map(|k| k as usize),
             max_results,
+            among: None,
         }
+    }
+
+    /// Restricts the lookup to the rows whose ids `ids` holds (NULL elements hold none).
+    fn among_ids(&mut self, count: usize, ids: impl Iterator<Item = Option<Id>>) {
+        let mut among = HashSet::new();
+        capacity::reserve_set(&mut among, count, "the ids of among").unwrap_or_else(|e| e.fail());
+        for id in ids.flatten() {
+            pg_sys::check_for_interrupts!();
+            among.insert(id);
+        }
+        self.among = Some(among);
+    }
+
+    /// Restricts the lookup to the rows of the table whose ids equal an element of `ids` (ids
+    /// as text, read by the id type's input function) by the column's own equality, as the
+    /// caller sees the rows: the ids as the index stores them.
+    fn among_rows(&mut self, client: &SpiClient<'_>, cfg: &Index, ids: Array<'_, &str>) {
+        let def = &cfg.def;
+        let sql = format!(
+            "SELECT t.{id}{cast} FROM {tbl} t
+             WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1::{id_type}[])",
+            id = quote_ident_str(&def.id_column),
+            cast = if def.key.integer {
+                "::pg_catalog.int8"
+            } else {
+                ""
+            },
+            tbl = qualified_name(def.tbl),
+            id_type = qualified_type_name(PgOid::from(def.id_type)),
+        );
+        let texts: Vec<Option<&str>> = ids.iter().collect();
+        let text_array = PgOid::BuiltIn(PgBuiltInOids::TEXTARRAYOID);
+        let mut found = Vec::new();
+        with_prepared(client, &sql, text_array, texts.into(), |table| {
+            for_each_spi_row(table, |row| {
+                capacity::push(&mut found, def.key.spi_id(row, 1)?, "the ids of among")
+                    .unwrap_or_else(|e| e.fail());
+                Ok(())
+            })
+        });
+        self.among_ids(found.len(), found.into_iter());
     }
 
     /// The index's settings, after checking that the caller may read what a lookup reads;
@@ -104,7 +154,7 @@ impl Lookup {
             client,
             doc,
             self.want(cfg),
-            None,
+            (None, self.among.as_ref()),
             &mut Trace::default(),
         );
         if let Some(max) = self.max_results {
@@ -174,8 +224,8 @@ fn integer(id: Id) -> i64 {
 }
 
 /// The rows of `tbl` whose text is at least `threshold` similar to `doc` (default: the index's
-/// threshold), most similar first, at most `max_results` of them (default: all); ids as
-/// `bigint` (integer keys).
+/// threshold), most similar first, at most `max_results` of them (default: all), among the
+/// rows whose ids `among` holds (default: all rows); ids as `bigint` (integer keys).
 #[pg_extern(stable, parallel_safe)]
 fn minhash_similar(
     tbl: Option<Regclass>,
@@ -183,9 +233,13 @@ fn minhash_similar(
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
     k: default!(Option<i32>, "NULL"),
+    among: default!(Option<Array<'_, i64>>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
-    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
+    let mut lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
+    if let Some(among) = among {
+        lookup.among_ids(among.len(), among.iter().map(|id| id.map(Id::Int)));
+    }
     let found = Spi::connect(|client| {
         let cfg = lookup.config(client);
         integer_ids(&cfg, "minhash_similar", "doc, ");
@@ -197,6 +251,7 @@ fn minhash_similar(
 /// [`minhash_similar`] with ids in the id column's own type, which `id_type` names
 /// (`NULL::uuid`).
 #[pg_extern(stable, parallel_safe, name = "minhash_similar")]
+#[allow(clippy::too_many_arguments)] // (the SQL function's arguments)
 fn minhash_similar_typed(
     tbl: Option<Regclass>,
     doc: Option<&str>,
@@ -204,13 +259,17 @@ fn minhash_similar_typed(
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
     k: default!(Option<i32>, "NULL"),
+    among: default!(Option<Array<'_, &str>>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, AnyElement), name!(similarity, f64))> {
     let _ = id_type;
-    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
+    let mut lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let (cfg, found) = Spi::connect(|client| {
         let cfg = lookup.config(client);
         id_type_argument(&cfg, fcinfo, 2);
+        if let Some(among) = among {
+            lookup.among_rows(client, &cfg, among);
+        }
         let found = lookup.similar(client, &cfg, doc);
         (cfg, found)
     });
@@ -389,7 +448,7 @@ fn minhash_explain(
         let want = lookup.want(&cfg);
         let mut trace = Trace::default();
         if let Some(doc) = doc {
-            lookup::traced(&cfg, client, doc, want, None, &mut trace);
+            lookup::traced(&cfg, client, doc, want, (None, None), &mut trace);
         }
         explained(&cfg, want, &trace)
     });

@@ -60,6 +60,62 @@ FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), threshold => 0.9
 SELECT count(*) AS k_then_max FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), max_results => 3, k => 10);
 SELECT count(*) AS matches_k FROM minhash_matches('nn', ARRAY[(SELECT body FROM nn WHERE id = 20), NULL, 'zz'], k => 4);
 SELECT count(*) AS null_text FROM minhash_similar('nn', NULL, k => 10);
+-- 2b. Among the rows a WHERE clause keeps (`among`, the ids they have): k and the threshold
+-- count among them only. A set of at most 4096 ids is verified directly, the same rows as
+-- brute force over them; a larger one through the band keys and the scan, with their recall.
+-- pg_temp.among_check(t): returned rows, hits (at least as similar as the k-th most similar
+-- row of the set), rows outside the set, inexact similarities, of k => 5 among the rows of
+-- category 3 (286 rows) or of every other category with 4,000 ids of no row (5,714 ids)
+CREATE FUNCTION pg_temp.among_check(small boolean)
+RETURNS TABLE (returned bigint, hits bigint, outside bigint, inexact bigint)
+LANGUAGE sql AS $$
+    WITH ids AS (
+        SELECT CASE WHEN small THEN ARRAY(SELECT id FROM nn WHERE category = 3)
+                    ELSE ARRAY(SELECT id FROM nn WHERE category <> 3)
+                         || ARRAY(SELECT g FROM generate_series(10001, 14000) g) END AS a),
+    found AS (
+        SELECT p.id AS probe, s.id, s.similarity
+        FROM nn p, ids, LATERAL minhash_similar('nn', p.body, k => 5, among => ids.a::bigint[]) s
+        WHERE p.id % 20 = 0),
+    kth AS (
+        SELECT probe, min(similarity) AS similarity
+        FROM (SELECT x.probe, x.similarity,
+                     row_number() OVER (PARTITION BY x.probe ORDER BY x.similarity DESC) AS n
+              FROM truth x, ids WHERE x.id = ANY (ids.a)) r
+        WHERE n <= 5 GROUP BY probe)
+    SELECT count(*), count(*) FILTER (WHERE f.similarity >= kth.similarity),
+           count(*) FILTER (WHERE NOT f.id = ANY (ids.a)),
+           count(*) FILTER (WHERE f.similarity <> x.similarity)
+    FROM found f JOIN kth USING (probe) JOIN truth x ON x.probe = f.probe AND x.id = f.id, ids $$;
+SELECT 'small' AS among, * FROM pg_temp.among_check(true);
+SELECT 'large' AS among, * FROM pg_temp.among_check(false);
+-- with a threshold the index's band keys suffice at, the band keys alone, filtered: the rows
+-- of the set that minhash_similar finds without among (every 20th row's lookup, odd ids)
+SELECT (SELECT count(*) FROM nn p, LATERAL minhash_similar('nn', p.body,
+            among => ARRAY(SELECT id::bigint FROM nn WHERE id % 2 = 1)) s
+        WHERE p.id % 20 = 0) AS found_among,
+       (SELECT count(*) FROM nn p, LATERAL minhash_similar('nn', p.body) s
+        WHERE p.id % 20 = 0 AND s.id % 2 = 1) AS found_then_filtered;
+-- an empty set finds nothing; NULL elements are no id; NULL is every row
+SELECT count(*) AS empty_among FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), k => 5, among => '{}');
+SELECT count(*) AS null_elements FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), k => 5, among => ARRAY[NULL, 20]::bigint[]);
+SELECT count(*) AS null_among FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 20), k => 5, among => NULL);
+-- ids of another key type (text keys here) are given as text: matched by the column's equality
+-- as the caller sees the rows; the same rows as the integer keys
+CREATE TABLE nn_text AS SELECT 'r' || id AS id, body, category FROM nn;
+ALTER TABLE nn_text ADD PRIMARY KEY (id);
+SELECT minhash_index_create('nn_text', 'id', 'body') IS NOT NULL AS created;
+SELECT (SELECT array_agg(s.id ORDER BY s.similarity DESC, s.id)
+        FROM minhash_similar('nn_text', (SELECT body FROM nn WHERE id = 45), NULL::text, threshold => 0.5,
+                             among => ARRAY(SELECT id FROM nn_text WHERE category <> 4) || '{r99999}'::text[]) s)
+     = (SELECT array_agg('r' || s.id ORDER BY s.similarity DESC, 'r' || s.id)
+        FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 45), threshold => 0.5,
+                             among => ARRAY(SELECT id FROM nn WHERE category <> 4)::bigint[]) s) AS same_rows,
+       (SELECT count(*) FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 45), threshold => 0.5,
+                             among => ARRAY(SELECT id FROM nn WHERE category <> 4)::bigint[])) AS rows,
+       (SELECT count(*) FROM minhash_similar('nn', (SELECT body FROM nn WHERE id = 45), threshold => 0.5)) AS rows_of_all;
+SELECT minhash_index_drop('nn_text');
+DROP TABLE nn_text;
 -- what a lookup did: the band keys, then the scan of every row's sketch
 SELECT regexp_replace(line, '[0-9.]+ ms', 'N ms', 'g') AS line
 FROM minhash_explain('nn', (SELECT body FROM nn WHERE id = 20), k => 10) line;
