@@ -136,9 +136,9 @@ pub(super) fn similar(
 ///
 /// With `among`, only rows whose ids it holds are candidates: the rows `want` asks for among
 /// them, `k` counted among them. Where a scan of every row's sketch may be needed (`k`, or a
-/// floor at which the band keys do not suffice) and `among` holds at most
-/// [`AMONG_VERIFIED_DIRECTLY`] ids, those rows are verified directly instead: exactly what
-/// brute force over them returns.
+/// floor at which the band keys do not suffice) and `among` holds few enough ids
+/// ([`among_verified_directly`]), those rows are verified directly instead: exactly what brute
+/// force over them returns.
 ///
 /// Of a Citus table, the queries run with `citus::nested_execution`: a lookup may run inside
 /// a query of a shard (the duplicate trigger on a shard, or a call Citus sent to a worker).
@@ -158,9 +158,33 @@ pub(super) fn traced(
 }
 
 /// The most ids of a lookup's `among` that it verifies one by one rather than scan every
-/// row's sketch: about 40 ms of verification on short texts, below what the scan of a
-/// million-row band table costs.
-pub(super) const AMONG_VERIFIED_DIRECTLY: usize = 4096;
+/// row's sketch, on any table: about 15 ms of verification of short texts.
+const AMONG_VERIFIED_DIRECTLY: usize = 4096;
+
+/// Of a larger table, `among` is verified one by one up to one id per this many rows of the
+/// table: a scan for `k` reads every row's sketch and verifies thousands of rows besides, about
+/// what verifying one id per 16 rows costs (1,000,000 questions, `k => 10`: 10,000 ids
+/// verified one by one in 35 ms; 50,000 ids through the scan in 310 ms; SQL brute force over
+/// them, 69 and 118 ms).
+const ROWS_PER_AMONG_VERIFIED: f64 = 16.0;
+
+/// The most ids of `among` a lookup in `tbl` verifies one by one (see
+/// [`AMONG_VERIFIED_DIRECTLY`]), from the table's estimated row count (`pg_class.reltuples`).
+fn among_verified_directly(tbl: pg_sys::Oid) -> usize {
+    // SAFETY: the relation is opened by OID (NULL if gone), its pg_class row read while it is
+    // open, and closed; the lookup's lock on it is kept.
+    let rows = unsafe {
+        let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
+        if rel.is_null() {
+            0.0
+        } else {
+            let rows = (*(*rel).rd_rel).reltuples;
+            pg_sys::table_close(rel, pg_sys::NoLock as i32);
+            f64::from(rows)
+        }
+    };
+    AMONG_VERIFIED_DIRECTLY.max((rows / ROWS_PER_AMONG_VERIFIED) as usize)
+}
 
 /// [`traced`], with the queries run as they come.
 fn traced_here(
@@ -176,7 +200,8 @@ fn traced_here(
     let may_scan = want.scan && (want.k.is_some() || !keys_suffice(want.floor, cfg.def.banding));
     // the candidates, and the text's band sketch for a scan of every row's (none where the
     // rows of `among` are all verified)
-    let (ids, sketch) = match among.filter(|a| may_scan && a.len() <= AMONG_VERIFIED_DIRECTLY) {
+    let direct = among.filter(|a| may_scan && a.len() <= among_verified_directly(cfg.def.tbl));
+    let (ids, sketch) = match direct {
         Some(among) => {
             let mut ids: Vec<Id> = among
                 .iter()
