@@ -195,6 +195,8 @@ impl DirectIndex {
             (*scan).xs_want_itup = want_index_tuple;
             let slot = pg_sys::table_slot_create(heap, ptr::null_mut());
             for mut set in sets {
+                // (one set per id or key of the caller's: as many as it gives)
+                pg_sys::check_for_interrupts!();
                 pg_sys::index_rescan(scan, set.as_mut_ptr(), N as i32, ptr::null_mut(), 0);
                 read(scan, heap, slot);
             }
