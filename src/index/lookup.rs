@@ -7,6 +7,7 @@
 //! Citus table.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::c_char;
 use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
@@ -168,21 +169,33 @@ const AMONG_VERIFIED_DIRECTLY: usize = 4096;
 /// them, 69 and 118 ms).
 const ROWS_PER_AMONG_VERIFIED: f64 = 16.0;
 
-/// The most ids of `among` a lookup in `tbl` verifies one by one (see
-/// [`AMONG_VERIFIED_DIRECTLY`]), from the table's estimated row count (`pg_class.reltuples`).
-fn among_verified_directly(tbl: pg_sys::Oid) -> usize {
-    // SAFETY: the relation is opened by OID (NULL if gone), its pg_class row read while it is
-    // open, and closed; the lookup's lock on it is kept.
-    let rows = unsafe {
-        let rel = pg_sys::try_table_open(tbl, pg_sys::AccessShareLock as i32);
-        if rel.is_null() {
-            0.0
-        } else {
-            let rows = (*(*rel).rd_rel).reltuples;
-            pg_sys::table_close(rel, pg_sys::NoLock as i32);
-            f64::from(rows)
-        }
-    };
+/// The most ids of `among` a lookup verifies one by one (see [`AMONG_VERIFIED_DIRECTLY`]),
+/// from the estimated row count (`pg_class.reltuples`) of the indexed table's `members` (the
+/// table, or the tables of its partition tree; -1, never analyzed, counts as none).
+fn among_verified_directly(members: &[pg_sys::Oid]) -> usize {
+    let rows: f64 = members
+        .iter()
+        .map(|&member| {
+            // SAFETY: the relation is opened by OID (NULL if gone), its pg_class row read while
+            // it is open, and closed; the lookup's lock on it is kept.
+            unsafe {
+                let rel = pg_sys::try_table_open(member, pg_sys::AccessShareLock as i32);
+                if rel.is_null() {
+                    return 0.0;
+                }
+                let class = &*(*rel).rd_rel;
+                // (a partitioned table's own count, if any, is its partitions')
+                let partitioned = class.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as c_char;
+                let rows = if partitioned {
+                    0.0
+                } else {
+                    class.reltuples.max(0.0)
+                };
+                pg_sys::table_close(rel, pg_sys::NoLock as i32);
+                f64::from(rows)
+            }
+        })
+        .sum();
     AMONG_VERIFIED_DIRECTLY.max((rows / ROWS_PER_AMONG_VERIFIED) as usize)
 }
 
@@ -200,7 +213,11 @@ fn traced_here(
     let may_scan = want.scan && (want.k.is_some() || !keys_suffice(want.floor, cfg.def.banding));
     // the candidates, and the text's band sketch for a scan of every row's (none where the
     // rows of `among` are all verified)
-    let direct = among.filter(|a| may_scan && a.len() <= among_verified_directly(cfg.def.tbl));
+    // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
+    let Some(entry) = band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding) else {
+        return Vec::new();
+    };
+    let direct = among.filter(|a| may_scan && a.len() <= among_verified_directly(&cfg.def.members));
     let (ids, sketch) = match direct {
         Some(among) => {
             let mut ids: Vec<Id> = among
@@ -216,12 +233,8 @@ fn traced_here(
             (ids, None)
         }
         None => {
-            let rows = (exclude_id, among);
-            // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
-            let Some((ids, sketch)) = band_candidates(cfg, client, doc, want, rows, trace) else {
-                return Vec::new();
-            };
-            (ids, Some(sketch))
+            let ids = band_candidates(cfg, client, &entry, want, (exclude_id, among), trace);
+            (ids, Some(entry.1))
         }
     };
     trace.remote = cfg.placement.verifies_remotely();
@@ -248,18 +261,18 @@ fn traced_here(
     found
 }
 
-/// The rows sharing a band key with `doc` whose band sketch agrees with its in enough bits for
-/// `want.floor` (other than `exclude_id`, and in `among` if given), sorted, and `doc`'s band
-/// sketch; the band table's part of `trace`. None for a text without shingles.
+/// The rows sharing a band key with a text of band entry `(keys, sketch)` whose band sketch
+/// agrees with its in enough bits for `want.floor` (other than `exclude_id`, and in `among` if
+/// given), sorted; the band table's part of `trace`.
 fn band_candidates(
     cfg: &Index,
     client: &SpiClient<'_>,
-    doc: &str,
+    (keys, sketch): &(Vec<i64>, BandSketch),
     want: Want,
     (exclude_id, among): (Option<&Id>, Option<&HashSet<Id>>),
     trace: &mut Trace,
-) -> Option<(Vec<Id>, BandSketch)> {
-    let (keys, sketch) = band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding)?;
+) -> Vec<Id> {
+    let (keys, sketch) = (keys.clone(), *sketch);
     let min_bits = min_equal_bits(cfg.def.k, want.floor, LOOKUP_SKETCH_MISS_PROBABILITY);
     let bands_sql = &cfg.sql[0];
     let mut ids = Vec::new();
@@ -309,7 +322,7 @@ fn band_candidates(
         candidates: ids.len(),
         ..Trace::default()
     };
-    Some((ids, sketch))
+    ids
 }
 
 /// The texts whose lookups [`batch`] makes at once.

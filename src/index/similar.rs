@@ -17,11 +17,12 @@ use crate::core::sketch::BAND_SKETCH_BITS;
 use crate::pg::error::raise;
 use crate::pg::names::type_name;
 use crate::pg::names::{
-    qualified, qualified_name, qualified_type_name, quote_ident_str, quote_literal, regclass_name,
-    Regclass,
+    equality_operator, qualified, qualified_name, qualified_type_name, quote_ident_str,
+    quote_literal, regclass_name, Regclass,
 };
 
 use super::access::Index;
+use super::citus::nested_execution;
 use super::key::Id;
 use super::lookup::{self, Trace, Want};
 use super::params::{checked_threshold, notice_low_threshold};
@@ -91,13 +92,14 @@ impl Lookup {
     }
 
     /// Restricts the lookup to the rows of the table whose ids equal an element of `ids` (ids
-    /// as text, read by the id type's input function) by the column's own equality, as the
-    /// caller sees the rows: the ids as the index stores them.
+    /// as text, read by the id type's input function) by the equality of the id type's default
+    /// B-tree operator class (`citext`'s for citext), as the caller sees the rows: the ids as
+    /// the index stores them. Of a Citus table, the query runs as a lookup's do
+    /// (`citus::nested_execution`: the call may run inside a query of a shard).
     fn among_rows(&mut self, client: &SpiClient<'_>, cfg: &Index, ids: Array<'_, &str>) {
         let def = &cfg.def;
         let sql = format!(
-            "SELECT t.{id}{cast} FROM {tbl} t
-             WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1::{id_type}[])",
+            "SELECT t.{id}{cast} FROM {tbl} t WHERE t.{id} {eq} ANY ($1::{id_type}[])",
             id = quote_ident_str(&def.id_column),
             cast = if def.key.integer {
                 "::pg_catalog.int8"
@@ -105,18 +107,28 @@ impl Lookup {
                 ""
             },
             tbl = qualified_name(def.tbl),
+            eq = equality_operator(def.id_type),
             id_type = qualified_type_name(PgOid::from(def.id_type)),
         );
-        let texts: Vec<Option<&str>> = ids.iter().collect();
+        let mut texts: Vec<Option<&str>> = Vec::new();
+        capacity::reserve(&mut texts, ids.len(), "the ids of among").unwrap_or_else(|e| e.fail());
+        texts.extend(ids.iter());
         let text_array = PgOid::BuiltIn(PgBuiltInOids::TEXTARRAYOID);
         let mut found = Vec::new();
-        with_prepared(client, &sql, text_array, texts.into(), |table| {
-            for_each_spi_row(table, |row| {
-                capacity::push(&mut found, def.key.spi_id(row, 1)?, "the ids of among")
-                    .unwrap_or_else(|e| e.fail());
-                Ok(())
+        let resolve = || {
+            with_prepared(client, &sql, text_array, texts.into(), |table| {
+                for_each_spi_row(table, |row| {
+                    capacity::push(&mut found, def.key.spi_id(row, 1)?, "the ids of among")
+                        .unwrap_or_else(|e| e.fail());
+                    Ok(())
+                })
             })
-        });
+        };
+        if cfg.placement.verifies_remotely() {
+            nested_execution(resolve);
+        } else {
+            resolve();
+        }
         self.among_ids(found.len(), found.into_iter());
     }
 

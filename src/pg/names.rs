@@ -130,3 +130,56 @@ pub fn qualified_type_name(typid: pgrx::PgOid) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// `OPERATOR(schema.=)`: the equality operator of `typ`'s default B-tree operator class,
+/// schema-qualified (`citext`'s is in the schema of citext), or `OPERATOR(pg_catalog.=)` for a
+/// type with none.
+pub fn equality_operator(typ: pg_sys::Oid) -> String {
+    // SAFETY: the type cache takes any type OID; the operator's namespace is read from its
+    // catalog row by OID and the name returned palloc'd (NULL if it is gone).
+    let schema = unsafe {
+        let cache = pg_sys::lookup_type_cache(typ, pg_sys::TYPECACHE_EQ_OPR as i32);
+        let op = if cache.is_null() {
+            pg_sys::InvalidOid
+        } else {
+            (*cache).eq_opr
+        };
+        let namespace = if op == pg_sys::InvalidOid {
+            std::ptr::null_mut()
+        } else {
+            let namespace = operator_namespace(op);
+            if namespace == pg_sys::InvalidOid {
+                std::ptr::null_mut()
+            } else {
+                pg_sys::get_namespace_name(namespace)
+            }
+        };
+        if namespace.is_null() {
+            "pg_catalog".to_owned()
+        } else {
+            CStr::from_ptr(namespace).to_string_lossy().into_owned()
+        }
+    };
+    format!("OPERATOR({}.=)", quote_ident_str(&schema))
+}
+
+/// The schema of operator `op` (InvalidOid if it is gone).
+///
+/// # Safety
+/// Within a transaction (a syscache lookup).
+unsafe fn operator_namespace(op: pg_sys::Oid) -> pg_sys::Oid {
+    // SAFETY: a syscache lookup by OID; the tuple is released before returning.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::OPEROID as std::ffi::c_int,
+            pg_sys::Datum::from(op),
+        );
+        if tuple.is_null() {
+            return pg_sys::InvalidOid;
+        }
+        let form = pg_sys::GETSTRUCT(tuple).cast::<pg_sys::FormData_pg_operator>();
+        let namespace = (*form).oprnamespace;
+        pg_sys::ReleaseSysCache(tuple);
+        namespace
+    }
+}

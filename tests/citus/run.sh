@@ -229,8 +229,23 @@ UNION ALL SELECT -g, s.* FROM generate_series(1, 40, 7) g, minhash_similar('docs
 SELECT check_eq('threshold 0.5 and k => 5 equal',
     (SELECT count(*) FROM ((TABLE low_d EXCEPT TABLE low_l) UNION ALL (TABLE low_l EXCEPT TABLE low_d)) x), 0);
 SELECT check_eq('k => 5 rows', (SELECT count(*) FROM low_d WHERE g < 0), 30);
+-- among the rows a WHERE clause keeps (ids given as an array, verified row by row), and the
+-- typed form with ids as text: the plain table's rows, all from the set
+CREATE TEMP TABLE among_d AS
+SELECT g, s.* FROM generate_series(1, 40, 7) g,
+    minhash_similar('docs', corpus_text(g), k => 5, among => ARRAY(SELECT id FROM docs_local WHERE id % 3 = 0)) s
+UNION ALL SELECT -g, s.* FROM generate_series(1, 40, 7) g,
+    minhash_similar('docs', corpus_text(g), NULL::bigint, k => 5, among => ARRAY(SELECT id::text FROM docs_local WHERE id % 3 = 0)) s;
+CREATE TEMP TABLE among_l AS
+SELECT g, s.* FROM generate_series(1, 40, 7) g,
+    minhash_similar('docs_local', corpus_text(g), k => 5, among => ARRAY(SELECT id FROM docs_local WHERE id % 3 = 0)) s
+UNION ALL SELECT -g, s.* FROM generate_series(1, 40, 7) g,
+    minhash_similar('docs_local', corpus_text(g), NULL::bigint, k => 5, among => ARRAY(SELECT id::text FROM docs_local WHERE id % 3 = 0)) s;
+SELECT check_eq('k => 5 among equal',
+    (SELECT count(*) FROM ((TABLE among_d EXCEPT TABLE among_l) UNION ALL (TABLE among_l EXCEPT TABLE among_d)) x), 0);
+SELECT check_eq('k => 5 among rows, all in the set', (SELECT count(*) FROM among_d WHERE id % 3 = 0), 60);
 EOF
-echo "ok: similar (also at 0.5 and with k), matches, duplicates and clusters equal the plain table's"
+echo "ok: similar (also at 0.5, with k and among), matches, duplicates and clusters equal the plain table's"
 
 # Every call form as on the plain table: texts given as a subquery of the distributed table
 # (Citus sends such a statement whole to the row's worker), a CTE, a lateral join, prepared

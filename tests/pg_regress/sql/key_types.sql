@@ -126,6 +126,12 @@ INSERT INTO items VALUES ('AB-1', 'a small green frog that jumps'), ('AB-2', 'a 
 SELECT minhash_index_create('items', 'id', 'body');
 SELECT id, pg_typeof(id) FROM minhash_similar('items', 'a small green frog that jumps', NULL::sku);
 SELECT * FROM minhash_index_check('items');
+-- among in the key's type, given as text: matched by the type's equality (1.50 = 1.5), and an
+-- id of the domain's type that its CHECK refuses is an error
+SELECT * FROM minhash_similar('prices', 'red wooden train with three wagons', id_type => NULL::numeric,
+                              k => 5, among => '{1.50, 10.000}');
+SELECT id FROM minhash_similar('items', 'a small green frog that jumps', NULL::sku, k => 5, among => '{AB-2}');
+SELECT try($$SELECT * FROM minhash_similar('items', 'a small green frog', NULL::sku, k => 5, among => '{nope}')$$);
 SELECT minhash_index_drop('prices'), minhash_index_drop('items');
 DROP TABLE prices, items;
 DROP DOMAIN sku;
