@@ -214,7 +214,8 @@ fn traced_here(
     // the candidates, and the text's band sketch for a scan of every row's (none where the
     // rows of `among` are all verified)
     // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
-    let Some(entry) = band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding) else {
+    let Some((keys, sketch)) = band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding)
+    else {
         return Vec::new();
     };
     let direct = among.filter(|a| may_scan && a.len() <= among_verified_directly(&cfg.def.members));
@@ -233,8 +234,9 @@ fn traced_here(
             (ids, None)
         }
         None => {
-            let ids = band_candidates(cfg, client, &entry, want, (exclude_id, among), trace);
-            (ids, Some(entry.1))
+            let entry = (keys, sketch);
+            let ids = band_candidates(cfg, client, entry, want, (exclude_id, among), trace);
+            (ids, Some(sketch))
         }
     };
     trace.remote = cfg.placement.verifies_remotely();
@@ -267,12 +269,11 @@ fn traced_here(
 fn band_candidates(
     cfg: &Index,
     client: &SpiClient<'_>,
-    (keys, sketch): &(Vec<i64>, BandSketch),
+    (keys, sketch): (Vec<i64>, BandSketch),
     want: Want,
     (exclude_id, among): (Option<&Id>, Option<&HashSet<Id>>),
     trace: &mut Trace,
 ) -> Vec<Id> {
-    let (keys, sketch) = (keys.clone(), *sketch);
     let min_bits = min_equal_bits(cfg.def.k, want.floor, LOOKUP_SKETCH_MISS_PROBABILITY);
     let bands_sql = &cfg.sql[0];
     let mut ids = Vec::new();

@@ -222,9 +222,14 @@ GRANT SELECT ON secrets TO key_types_reader;
 SET ROLE key_types_reader;
 SELECT * FROM minhash_similar('secrets', 'the quarterly numbers look very good this year', NULL::uuid);
 SELECT * FROM minhash_matches('secrets', ARRAY['the quarterly numbers look very good this year'], NULL::uuid);
+-- among naming the hidden row's id too: only the row the policy shows, with k and by rows
+SELECT * FROM minhash_similar('secrets', 'the quarterly numbers look very good this year', NULL::uuid,
+    k => 5, among => '{00000000-0000-4000-8000-000000000001, 00000000-0000-4000-8000-000000000002}');
 RESET ROLE;
 SET ROLE key_types_stranger;
 SELECT try($$SELECT * FROM minhash_matches('secrets', ARRAY['the quarterly numbers'], NULL::uuid)$$);
+SELECT try($$SELECT * FROM minhash_similar('secrets', 'the quarterly numbers', NULL::uuid, k => 5,
+                                            among => '{00000000-0000-4000-8000-000000000002}')$$);
 RESET ROLE;
 DROP TABLE secrets;
 DROP ROLE key_types_reader, key_types_stranger;
