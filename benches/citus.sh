@@ -3,7 +3,8 @@
 # descriptions in a table distributed over two workers (32 shards, a coordinator and two
 # workers on this machine, scripts/citus.sh) against the same rows in a plain table on the
 # coordinator, in the same run: index build, minhash_duplicates, minhash_clusters,
-# minhash_similar, minhash_matches and flagged inserts; then minhash_duplicates of 842,000
+# minhash_similar, minhash_matches and flagged inserts, and the index build, lookups and flagged
+# inserts within a tenant of the same rows distributed by a tenant; then minhash_duplicates of 842,000
 # generated questions, and a shard move by logical replication during writes. All three nodes share this machine's cores, so this measures what
 # distribution costs (network round trips, 2PC), not a speed-up.
 #
@@ -51,8 +52,8 @@ CREATE TABLE docs_local (id bigint PRIMARY KEY, body text, dup_of bigint);
 INSERT INTO docs_local (id, body) SELECT id, body FROM staging;
 -- probes: 200 descriptions with a word changed; inserts: 500 more of them
 CREATE TABLE probes AS
-    SELECT row_number() OVER () AS n, regexp_replace(body, '(\S+)\$', 'changed') AS body
-    FROM (SELECT body FROM staging WHERE length(body) > 200 ORDER BY id LIMIT 700) s;
+    SELECT row_number() OVER (ORDER BY id) AS n, id AS src, regexp_replace(body, '(\S+)\$', 'changed') AS body
+    FROM (SELECT id, body FROM staging WHERE length(body) > 200 ORDER BY id LIMIT 700) s;
 VACUUM ANALYZE docs_local;
 EOF
 rows=$(q -c "SELECT count(*) FROM docs_local")
@@ -77,17 +78,39 @@ done
 [ "${fig[docs,pairs]}" = "${fig[docs_local,pairs]}" ] && [ "${fig[docs,flagged]}" = "${fig[docs_local,flagged]}" ] \
     || { echo "results differ: pairs ${fig[docs,pairs]} / ${fig[docs_local,pairs]}, flagged ${fig[docs,flagged]} / ${fig[docs_local,flagged]}" >&2; exit 1; }
 
+# The same rows in a table distributed by a tenant (100 tenants: tenant = id % 100; key
+# (tenant, id), 32 shards): lookups and flagged inserts within the row's tenant, each query of
+# one shard (docs/citus.md). Its lookups return the plain table's rows of the tenant.
+q <<EOF
+CREATE TABLE tdocs (tenant int, id bigint, body text, dup_of bigint, PRIMARY KEY (tenant, id));
+SELECT create_distributed_table('tdocs', 'tenant');
+INSERT INTO tdocs (tenant, id, body) SELECT id % 100, id, body FROM staging;
+EOF
+fig[tdocs,create]=$(timed -c "SELECT minhash_index_create('tdocs', 'id', 'body')")
+fig[tdocs,similar]=$(timed -c "SELECT count(*) FROM probes p, minhash_similar('tdocs', p.body, tenant => (p.src % 100)::text) WHERE p.n <= 200")
+same=$(q -c "SELECT (SELECT count(*) || ' ' || round(sum(s.similarity)::numeric, 6) FROM probes p,
+                     minhash_similar('tdocs', p.body, tenant => (p.src % 100)::text) s WHERE p.n <= 200)
+                    = (SELECT count(*) || ' ' || round(sum(s.similarity)::numeric, 6) FROM probes p,
+                     minhash_similar('docs_local', p.body) s WHERE p.n <= 200 AND s.id % 100 = p.src % 100)")
+[ "$same" = t ] || { echo "lookups within a tenant differ from the plain table's rows of the tenant" >&2; exit 1; }
+q -c "SET citus.enable_unsafe_triggers = on" \
+  -c "CREATE TRIGGER flag BEFORE INSERT ON tdocs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of')"
+inserts=$(q -c "SELECT format('INSERT INTO tdocs (tenant, id, body) VALUES (%s, %s, %L);', src % 100, 1000000 + n, body)
+                FROM probes WHERE n > 200")
+fig[tdocs,insert]=$(timed <<<"$inserts")
+fig[tdocs,flagged]=$(q -c "SELECT count(*) FROM tdocs WHERE dup_of IS NOT NULL")
+
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-row() { # row LABEL KEY UNIT (s, lookup: ms per lookup, insert: rows/s), and distributed / plain
-    local l d
+row() { # row LABEL KEY UNIT (s, lookup: ms per lookup, insert: rows/s) [TABLE], TABLE (docs) / plain
+    local l d t="${4:-docs}"
     case "$3" in
-        s) l=$(printf '%.2f s' "${fig[docs_local,$2]}"); d=$(printf '%.2f s' "${fig[docs,$2]}") ;;
+        s) l=$(printf '%.2f s' "${fig[docs_local,$2]}"); d=$(printf '%.2f s' "${fig[$t,$2]}") ;;
         lookup) l=$(calc "%.2f ms" "${fig[docs_local,$2]} * 1000 / 200")
-                d=$(calc "%.2f ms" "${fig[docs,$2]} * 1000 / 200") ;;
+                d=$(calc "%.2f ms" "${fig[$t,$2]} * 1000 / 200") ;;
         insert) l=$(calc "%.0f/s" "500 / ${fig[docs_local,$2]}")
-                d=$(calc "%.0f/s" "500 / ${fig[docs,$2]}") ;;
+                d=$(calc "%.0f/s" "500 / ${fig[$t,$2]}") ;;
     esac
-    printf '| %-44s | %12s | %12s | %6s |\n' "$1" "$l" "$d" "$(calc "%.1fx" "${fig[docs,$2]} / ${fig[docs_local,$2]}")"
+    printf '| %-44s | %12s | %12s | %6s |\n' "$1" "$l" "$d" "$(calc "%.1fx" "${fig[$t,$2]} / ${fig[docs_local,$2]}")"
 }
 echo
 printf '| %-44s | %12s | %12s | %6s |\n' "" "plain table" "distributed" "time"
@@ -98,6 +121,9 @@ row "minhash_clusters" clusters s
 row "minhash_similar, mean of 200 lookups" similar lookup
 row "minhash_matches of the same 200 texts" matches s
 row "flagged inserts, 1 session (${fig[docs,flagged]} flagged, equal)" insert insert
+row "by tenant: minhash_index_create" create s tdocs
+row "by tenant: minhash_similar within the tenant" similar lookup tdocs
+row "by tenant: flagged inserts (${fig[tdocs,flagged]} flagged)" insert insert tdocs
 
 # Whole-table searches at scale: CITUS_BENCH_SCALE_ROWS (842,000) generated questions
 # (benches/run.py's), distributed and plain, same run: minhash_duplicates must give the same

@@ -148,6 +148,61 @@ BEGIN
 END $$;
 
 
+-- A Citus table distributed by another column than the id (a tenant) may be indexed: its band
+-- table has a tenant column, by which it is distributed (docs/citus.md).
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_tenant_column(cfg @extschema@.minhash_indexes)
+RETURNS name
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT c.dist_column FROM minhash_internal._minhash_citus_table(cfg.tbl) c
+    WHERE c.dist_column <> cfg.id_column
+      AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = cfg.band_table
+                  AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped)
+$$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_citus_distribute(band regclass, tbl regclass, kind text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF kind = 'distributed' THEN
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $3, colocate_with => $2)'
+        USING band, tbl::text,
+              CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = band
+                                AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped)
+                   THEN 'tenant' ELSE 'id' END;
+    ELSE
+        EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING band;
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- (Citus runs the SELECT on each shard only without OFFSET: there the band values come
+    -- from a function in FROM, once per text too)
+    -- (of a table distributed by a tenant, the row's tenant too, last)
+    SELECT CASE WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
+        'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2%10$s FROM %3$s d
+         CROSS JOIN LATERAL minhash_internal._minhash_band_rows(%4$s, %5$s, %6$s, %7$L, %8$s, %9$s) b',
+        cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table), source,
+        minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
+        cfg.rows_per_band,
+        coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)) || ' AS tenant', '')) ELSE format(
+        'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
+                s.v[%1$s + 2] AS sketch2
+         FROM (SELECT d.%2$I::%9$s AS id,
+                      minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
+               FROM %8$s d OFFSET 0) s
+         WHERE s.v IS NOT NULL',
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+        cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table)) END
+$$;
+
 -- Indexes may be of band table format 2 (format => 2), and minhash_index_rebuild converts one
 -- to the other (docs/contract.md).
 ALTER TABLE @extschema@.minhash_indexes DROP CONSTRAINT minhash_indexes_format_check,
@@ -167,11 +222,12 @@ $$;
 
 CREATE FUNCTION minhash_internal._minhash_band_columns(cfg @extschema@.minhash_indexes)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT 'id, ' || array_to_string(
         minhash_internal._minhash_band_value_columns(cfg.format, cfg.bands), ', ')
+        || CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL THEN ', tenant' ELSE '' END
 $$;
 
 CREATE FUNCTION minhash_internal._minhash_band_insert_sql(cfg @extschema@.minhash_indexes, source text)
@@ -182,14 +238,15 @@ AS $$
     -- (of a Citus table, as _minhash_band_rows_sql: the band values from a function in FROM)
     SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
                 WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
-        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s
+        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s%11$s
          FROM %8$s d
          CROSS JOIN LATERAL minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) b(v)
          WHERE b.v IS NOT NULL',
         cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
         cfg.ngram, cfg.unit, cfg.rows_per_band, source,
         (SELECT string_agg(format('b.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
-        minhash_internal._minhash_band_id_type(cfg.band_table))
+        minhash_internal._minhash_band_id_type(cfg.band_table),
+        coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)), ''))
                 ELSE format(
         'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
          FROM (SELECT d.%2$I::%10$s AS id,
@@ -208,8 +265,9 @@ LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN cfg.format = 1 THEN cfg.band_table::text ELSE format(
-        '(SELECT w.id, k.key, w.sketch1, w.sketch2 FROM %s w
+        '(SELECT w.id, k.key, w.sketch1, w.sketch2%s FROM %s w
           CROSS JOIN LATERAL pg_catalog.unnest(ARRAY[%s]) k(key))',
+        CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL THEN ', w.tenant' ELSE '' END,
         cfg.band_table,
         (SELECT string_agg('w.key' || i, ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
 $$;
@@ -246,13 +304,16 @@ AS $$
 DECLARE
     i int;
     citus boolean := (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL;
+    -- (a unique key of a Citus table holds its distribution column: the tenant, if it has one)
+    tenant text := CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
+                        THEN ', tenant' ELSE '' END;
 BEGIN
     IF cfg.format = 1 THEN
-        EXECUTE format('CREATE %s INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)',
-                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table);
+        EXECUTE format('CREATE %s INDEX ON %s (key, id%s) INCLUDE (sketch1, sketch2)',
+                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table, tenant);
     ELSE
-        EXECUTE format('CREATE %s INDEX ON %s (id)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
-                       cfg.band_table);
+        EXECUTE format('CREATE %s INDEX ON %s (id%s)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
+                       cfg.band_table, tenant);
         FOR i IN 1..cfg.bands LOOP
             EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
         END LOOP;
@@ -284,7 +345,8 @@ BEGIN
     END LOOP;
     SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
     FROM pg_attribute a
-    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
+    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attname NOT IN ('id', 'tenant');
     EXECUTE format('ALTER TABLE %s %s, %s', cfg.band_table, columns,
                    (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
                     FROM unnest(minhash_internal._minhash_band_value_columns(target, cfg.bands))
@@ -356,6 +418,9 @@ DECLARE
     grantee text;
     citus record;
     band_format int;
+    -- of a Citus table distributed by another column than the id (a tenant): that column's
+    -- type, as the band table's tenant column repeats it (docs/citus.md)
+    tenant_type text;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
        OR unit IS NULL OR threshold IS NULL THEN
@@ -418,12 +483,6 @@ BEGIN
     ELSIF citus.kind IS NOT NULL AND rel.relkind = 'p' THEN
         RAISE EXCEPTION '% is a partitioned Citus table', tbl USING ERRCODE = 'feature_not_supported',
             HINT = 'A minhash index of a Citus table needs a table that is not partitioned.';
-    ELSIF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
-        RAISE EXCEPTION '% is distributed by column "%", not by its id column "%"', tbl,
-            citus.dist_column, id_column
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'A minhash index keeps the band rows of each row on the row''s shard: '
-                         'distribute the table by the id column the index names.';
     ELSIF citus.kind IS NOT NULL AND text_expression IS NOT NULL THEN
         RAISE EXCEPTION 'a minhash index of Citus table % cannot index a text expression', tbl
             USING ERRCODE = 'feature_not_supported',
@@ -446,7 +505,29 @@ BEGIN
     -- (PostgreSQL gives a partitioned table with a unique index no foreign partitions, whose
     -- writes would fire no statement triggers with transition tables)
     -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
-    IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+    -- A Citus table distributed by another column (a tenant) needs a unique key of that column
+    -- and the id (Citus refuses one without the distribution column): the id is unique within
+    -- a tenant; its band rows carry the tenant, which places them on the row's shard.
+    IF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
+        SELECT format_type(a.atttypid, a.atttypmod)
+               || CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
+                       THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END
+        INTO tenant_type
+        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        WHERE a.attrelid = tbl AND a.attname = citus.dist_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+                       AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
+                       AND x.indnkeyatts = 2
+                       AND (x.indkey::int2[])[0:1] @> ARRAY[id_attnum,
+                           (SELECT a.attnum FROM pg_attribute a WHERE a.attrelid = tbl
+                            AND a.attname = citus.dist_column)]) THEN
+            RAISE EXCEPTION 'id column "%" of table % is not unique within its distribution column "%"',
+                id_column, tbl, citus.dist_column
+                USING ERRCODE = 'invalid_column_reference',
+                      HINT = format('Add a primary key or unique constraint, not deferrable, on the two '
+                                    'columns: PRIMARY KEY (%I, %I).', citus.dist_column, id_column);
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
                    AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
                    AND CASE WHEN rel.relkind = 'p'
                             THEN id_attnum = ANY ((x.indkey::int2[])[0:x.indnkeyatts - 1])
@@ -557,12 +638,14 @@ BEGIN
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
-    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
+    -- (tenant: of a table distributed by another column than the id, that column's value)
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s%s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
                    rel.nspname, band_name, band_id_type,
                    (SELECT string_agg(format('%I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
                     FROM unnest(minhash_internal._minhash_band_value_columns(band_format, bands))
-                         WITH ORDINALITY AS u(col, pos)));
+                         WITH ORDINALITY AS u(col, pos)),
+                   coalesce(', tenant ' || tenant_type || ' NOT NULL', ''));
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -612,6 +695,7 @@ BEGIN
     END IF;
     RETURN band;
 END $$;
+
 COMMENT ON FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int, text, int) IS 'create a managed MinHash index on a table''s text column or text expression and fill it';
 COMMENT ON FUNCTION @extschema@.minhash_index_rebuild(regclass, int) IS 'rebuild a table''s managed MinHash index from its rows';
 
@@ -1104,13 +1188,66 @@ END $$;
 -- Of a Citus table, minhash_duplicates and minhash_clusters search the rows Citus streams to the
 -- coordinator in memory, as on one node (no repartition join).
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
+DROP FUNCTION @extschema@.minhash_duplicates(regclass, float8);
+DROP FUNCTION @extschema@.minhash_duplicates(regclass, anyelement, float8);
+DROP FUNCTION @extschema@.minhash_clusters(regclass, float8, text, text);
+DROP FUNCTION @extschema@.minhash_clusters(regclass, anyelement, float8, text, text);
+DROP FUNCTION minhash_internal._minhash_rows_sql(@extschema@.minhash_indexes, boolean, boolean, text);
+-- (of a Citus table distributed by a tenant, the rows of one tenant: docs/citus.md)
+CREATE FUNCTION minhash_internal._minhash_tenant_filter(cfg @extschema@.minhash_indexes, tenant text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col name := minhash_internal._minhash_tenant_column(cfg);
+BEGIN
+    IF tenant IS NULL THEN
+        RETURN '';
+    ELSIF col IS NULL THEN
+        RAISE EXCEPTION '% is not a Citus table distributed by a tenant column', cfg.tbl
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'tenant applies to a table distributed by another column than the id (docs/citus.md).';
+    END IF;
+    RETURN format(' AND d.%I = %L::%s', col, tenant,
+                  (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                   WHERE a.attrelid = cfg.tbl AND a.attname = col));
+END $$;
+
+
+CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
+    typed boolean, ordered boolean, priority text, tenant text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN cfg.text_expression IS NULL
+                THEN format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL%5$s',
+                            cfg.id_column, cfg.text_column, cfg.tbl,
+                            CASE WHEN typed THEN '' ELSE '::bigint' END,
+                            minhash_internal._minhash_tenant_filter(cfg, tenant))
+                -- (OFFSET 0: the expression is computed once per row)
+                ELSE format('SELECT d.%1$I%4$s, x.text FROM %3$s d
+                             CROSS JOIN LATERAL (SELECT %2$s AS text OFFSET 0) x
+                             WHERE x.text IS NOT NULL%5$s',
+                            cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', true),
+                            cfg.tbl, CASE WHEN typed THEN '' ELSE '::bigint' END,
+                            minhash_internal._minhash_tenant_filter(cfg, tenant)) END
+        -- (a line break ends a comment the priority may end with)
+        || CASE WHEN ordered THEN format(E' ORDER BY %s d.%I', priority || E'\n,', cfg.id_column)
+                ELSE '' END
+$$;
+
+
+CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL,
+    tenant text DEFAULT NULL)
 RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
         SELECT minhash_internal._minhash_search_pairs(
-                   minhash_internal._minhash_rows_sql(c, false, false, NULL), c.k, c.ngram,
+                   minhash_internal._minhash_rows_sql(c, false, false, NULL, minhash_duplicates.tenant),
+                   c.k, c.ngram,
                    c.unit, c.bands, c.rows_per_band, q.threshold) AS p
         FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
         CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
@@ -1119,14 +1256,16 @@ AS $$
         OFFSET 0) s
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
-    threshold float8 DEFAULT NULL)
+
+CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
+    threshold float8 DEFAULT NULL, tenant text DEFAULT NULL)
 RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
         SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.id_type,
-                   minhash_internal._minhash_rows_sql(c, true, false, NULL), c.k, c.ngram,
+                   minhash_internal._minhash_rows_sql(c, true, false, NULL, minhash_duplicates.tenant),
+                   c.k, c.ngram,
                    c.unit, c.bands, c.rows_per_band, q.threshold) AS p
         FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
         CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
@@ -1136,8 +1275,9 @@ AS $$
         OFFSET 0) s
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
-    mode text DEFAULT 'connected', priority text DEFAULT NULL)
+
+CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
+    mode text DEFAULT 'connected', priority text DEFAULT NULL, tenant text DEFAULT NULL)
 RETURNS TABLE (id bigint, cluster_id bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -1150,12 +1290,14 @@ BEGIN
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
-        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority), cfg.k, cfg.ngram,
+        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority, tenant), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
 END $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
-    threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL)
+
+CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
+    threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL,
+    tenant text DEFAULT NULL)
 RETURNS TABLE (id anyelement, cluster_id anyelement)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -1168,10 +1310,18 @@ BEGIN
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
-        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
+        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority, tenant), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
 END $$;
 
+COMMENT ON FUNCTION @extschema@.minhash_duplicates(regclass, float8, text) IS
+    'every pair of near-duplicate rows of an indexed table, with exact Jaccard';
+COMMENT ON FUNCTION @extschema@.minhash_duplicates(regclass, anyelement, float8, text) IS
+    'every pair of near-duplicate rows of an indexed table, with exact Jaccard';
+COMMENT ON FUNCTION @extschema@.minhash_clusters(regclass, float8, text, text, text) IS
+    'the clusters of near-duplicate rows of an indexed table: connected (named by their smallest id) or around a kept row';
+COMMENT ON FUNCTION @extschema@.minhash_clusters(regclass, anyelement, float8, text, text, text) IS
+    'the clusters of near-duplicate rows of an indexed table: connected (named by their smallest id) or around a kept row';
 DROP FUNCTION minhash_internal._minhash_citus_clusters(@extschema@.minhash_indexes, boolean, boolean);
 DROP FUNCTION minhash_internal._minhash_citus_pairs(@extschema@.minhash_indexes, float8);
 DROP FUNCTION minhash_internal._minhash_verify_pairs(text, text[], text[], int, text, float8);
@@ -1209,7 +1359,8 @@ CREATE FUNCTION @extschema@."minhash_similar"(
 	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
 	"max_results" INT DEFAULT NULL, /* Option < i32 > */
 	"k" INT DEFAULT NULL, /* Option < i32 > */
-	"among" bigint[] DEFAULT NULL /* Option < Array < '_, i64 > > */
+	"among" bigint[] DEFAULT NULL, /* Option < Array < '_, i64 > > */
+	"tenant" TEXT DEFAULT NULL /* Option < & str > */
 ) RETURNS TABLE (
 	"id" bigint,  /* i64 */
 	"similarity" double precision  /* f64 */
@@ -1224,7 +1375,8 @@ CREATE FUNCTION @extschema@."minhash_similar"(
 	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
 	"max_results" INT DEFAULT NULL, /* Option < i32 > */
 	"k" INT DEFAULT NULL, /* Option < i32 > */
-	"among" TEXT[] DEFAULT NULL /* :: std :: option :: Option < Array < '_, & str > > */
+	"among" TEXT[] DEFAULT NULL, /* :: std :: option :: Option < Array < '_, & str > > */
+	"tenant" TEXT DEFAULT NULL /* Option < & str > */
 ) RETURNS TABLE (
 	"id" anyelement,  /* AnyElement */
 	"similarity" double precision  /* f64 */
@@ -1237,7 +1389,8 @@ CREATE FUNCTION @extschema@."minhash_matches"(
 	"docs" TEXT[], /* :: std :: option :: Option < Array < '_, & str > > */
 	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
 	"max_results" INT DEFAULT NULL, /* Option < i32 > */
-	"k" INT DEFAULT NULL /* Option < i32 > */
+	"k" INT DEFAULT NULL, /* Option < i32 > */
+	"tenant" TEXT DEFAULT NULL /* Option < & str > */
 ) RETURNS TABLE (
 	"probe" INT,  /* i32 */
 	"id" bigint,  /* i64 */
@@ -1252,7 +1405,8 @@ CREATE FUNCTION @extschema@."minhash_matches"(
 	"id_type" anyelement, /* Option < AnyElement > */
 	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
 	"max_results" INT DEFAULT NULL, /* Option < i32 > */
-	"k" INT DEFAULT NULL /* Option < i32 > */
+	"k" INT DEFAULT NULL, /* Option < i32 > */
+	"tenant" TEXT DEFAULT NULL /* Option < & str > */
 ) RETURNS TABLE (
 	"probe" INT,  /* i32 */
 	"id" anyelement,  /* AnyElement */
@@ -1261,13 +1415,13 @@ CREATE FUNCTION @extschema@."minhash_matches"(
 STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'minhash_matches_typed_wrapper';
-COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int, int, bigint[]) IS
+COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, double precision, int, int, bigint[], text) IS
     'rows of an indexed table similar to a text, with exact Jaccard, most similar first';
-COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int, int, text[]) IS
+COMMENT ON FUNCTION @extschema@.minhash_similar(regclass, text, anyelement, double precision, int, int, text[], text) IS
     'rows of an indexed table similar to a text, with exact Jaccard, most similar first';
-COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], double precision, int, int) IS
+COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], double precision, int, int, text) IS
     'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard';
-COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], anyelement, double precision, int, int) IS
+COMMENT ON FUNCTION @extschema@.minhash_matches(regclass, text[], anyelement, double precision, int, int, text) IS
     'for each of many texts, the rows of an indexed table similar to it, with exact Jaccard';
 
 -- What one lookup did (src/index/similar.rs).
@@ -1294,6 +1448,9 @@ DECLARE
     source text := cfg.tbl::text;
     band text := minhash_internal._minhash_band_rows_of(cfg);
     progress text;
+    -- (of a table distributed by a tenant, a band row is of its row's tenant too)
+    tenant text := CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
+                        THEN ', %1$s.tenant' END;
 BEGIN
     -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
     -- read (one in 64 counted for 64), of about as many as the table and the band table had
@@ -1320,11 +1477,13 @@ BEGIN
              coalesce(pg_catalog.sum(GREATEST(g.held - g.expected, 0)), 0))
          FROM (SELECT pg_catalog.count(*) FILTER (WHERE r.expected) AS expected,
                       pg_catalog.count(*) FILTER (WHERE NOT r.expected) AS held
-               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2, true AS expected FROM (%1$s) e
+               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2%3$s, true AS expected FROM (%1$s) e
                      UNION ALL
-                     SELECT b.id, b.key, b.sketch1, b.sketch2, false FROM %2$s b) r
-               GROUP BY r.id, r.key, r.sketch1, r.sketch2) g',
-        minhash_internal._minhash_band_rows_sql(cfg, source), band));
+                     SELECT b.id, b.key, b.sketch1, b.sketch2%4$s, false FROM %2$s b) r
+               GROUP BY r.id, r.key, r.sketch1, r.sketch2%5$s) g',
+        minhash_internal._minhash_band_rows_sql(cfg, source), band,
+        coalesce(format(tenant, 'e'), ''), coalesce(format(tenant, 'b'), ''),
+        coalesce(format(tenant, 'r'), '')));
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 

@@ -99,10 +99,24 @@ BEGIN
     INTO kind, dist_column USING tbl;
 END $$;
 
+-- Of an index of a Citus table distributed by another column than the id (a tenant): that
+-- column, which the band table's tenant column repeats (docs/citus.md); NULL otherwise.
+CREATE FUNCTION minhash_internal._minhash_tenant_column(cfg @extschema@.minhash_indexes)
+RETURNS name
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT c.dist_column FROM minhash_internal._minhash_citus_table(cfg.tbl) c
+    WHERE c.dist_column <> cfg.id_column
+      AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = cfg.band_table
+                  AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped)
+$$;
+
 -- Makes the (empty) band table of an index of a Citus table a Citus table too: of a distributed
--- table, distributed by id and co-located with it, so that each band row lives on the shard of
--- its row and the sync triggers on the shards write locally; of a reference table, a
--- reference table, written on each node beside the table's copy there.
+-- table, distributed by id (or, of a table distributed by a tenant, by its tenant column) and
+-- co-located with it, so that each band row lives on the shard of its row and the sync
+-- triggers on the shards write locally; of a reference table, a reference table, written on
+-- each node beside the table's copy there.
 CREATE FUNCTION minhash_internal._minhash_citus_distribute(band regclass, tbl regclass, kind text)
 RETURNS void
 LANGUAGE plpgsql
@@ -110,8 +124,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF kind = 'distributed' THEN
-        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''id'', colocate_with => $2)'
-        USING band, tbl::text;
+        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $3, colocate_with => $2)'
+        USING band, tbl::text,
+              CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = band
+                                AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped)
+                   THEN 'tenant' ELSE 'id' END;
     ELSE
         EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING band;
     END IF;
@@ -145,12 +162,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     -- (Citus runs the SELECT on each shard only without OFFSET: there the band values come
     -- from a function in FROM, once per text too)
+    -- (of a table distributed by a tenant, the row's tenant too, last)
     SELECT CASE WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
-        'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2 FROM %3$s d
+        'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2%10$s FROM %3$s d
          CROSS JOIN LATERAL minhash_internal._minhash_band_rows(%4$s, %5$s, %6$s, %7$L, %8$s, %9$s) b',
         cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table), source,
         minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
-        cfg.rows_per_band) ELSE format(
+        cfg.rows_per_band,
+        coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)) || ' AS tenant', '')) ELSE format(
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
          FROM (SELECT d.%2$I::%9$s AS id,
@@ -175,14 +194,16 @@ AS $$
                      || ARRAY(SELECT 'key' || i FROM generate_series(1, bands) i ORDER BY i) END
 $$;
 
--- The band table's columns as an INSERT lists them: id, then _minhash_band_value_columns.
+-- The band table's columns as an INSERT lists them: id, then _minhash_band_value_columns,
+-- then of a table distributed by a tenant, tenant.
 CREATE FUNCTION minhash_internal._minhash_band_columns(cfg @extschema@.minhash_indexes)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT 'id, ' || array_to_string(
         minhash_internal._minhash_band_value_columns(cfg.format, cfg.bands), ', ')
+        || CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL THEN ', tenant' ELSE '' END
 $$;
 
 -- The SELECT that yields the band table's rows (its columns as _minhash_band_columns lists
@@ -196,14 +217,15 @@ AS $$
     -- (of a Citus table, as _minhash_band_rows_sql: the band values from a function in FROM)
     SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
                 WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
-        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s
+        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s%11$s
          FROM %8$s d
          CROSS JOIN LATERAL minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) b(v)
          WHERE b.v IS NOT NULL',
         cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
         cfg.ngram, cfg.unit, cfg.rows_per_band, source,
         (SELECT string_agg(format('b.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
-        minhash_internal._minhash_band_id_type(cfg.band_table))
+        minhash_internal._minhash_band_id_type(cfg.band_table),
+        coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)), ''))
                 ELSE format(
         'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
          FROM (SELECT d.%2$I::%10$s AS id,
@@ -217,15 +239,17 @@ AS $$
 $$;
 
 -- The band rows of the band table of `cfg` as a FROM item of columns (id, key, sketch1,
--- sketch2), one row per row and band, whatever its format.
+-- sketch2, and of a table distributed by a tenant, tenant), one row per row and band, whatever
+-- its format.
 CREATE FUNCTION minhash_internal._minhash_band_rows_of(cfg @extschema@.minhash_indexes)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN cfg.format = 1 THEN cfg.band_table::text ELSE format(
-        '(SELECT w.id, k.key, w.sketch1, w.sketch2 FROM %s w
+        '(SELECT w.id, k.key, w.sketch1, w.sketch2%s FROM %s w
           CROSS JOIN LATERAL pg_catalog.unnest(ARRAY[%s]) k(key))',
+        CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL THEN ', w.tenant' ELSE '' END,
         cfg.band_table,
         (SELECT string_agg('w.key' || i, ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
 $$;

@@ -31,6 +31,9 @@ DECLARE
     grantee text;
     citus record;
     band_format int;
+    -- of a Citus table distributed by another column than the id (a tenant): that column's
+    -- type, as the band table's tenant column repeats it (docs/citus.md)
+    tenant_type text;
 BEGIN
     IF tbl IS NULL OR id_column IS NULL OR k IS NULL OR ngram IS NULL
        OR unit IS NULL OR threshold IS NULL THEN
@@ -93,12 +96,6 @@ BEGIN
     ELSIF citus.kind IS NOT NULL AND rel.relkind = 'p' THEN
         RAISE EXCEPTION '% is a partitioned Citus table', tbl USING ERRCODE = 'feature_not_supported',
             HINT = 'A minhash index of a Citus table needs a table that is not partitioned.';
-    ELSIF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
-        RAISE EXCEPTION '% is distributed by column "%", not by its id column "%"', tbl,
-            citus.dist_column, id_column
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'A minhash index keeps the band rows of each row on the row''s shard: '
-                         'distribute the table by the id column the index names.';
     ELSIF citus.kind IS NOT NULL AND text_expression IS NOT NULL THEN
         RAISE EXCEPTION 'a minhash index of Citus table % cannot index a text expression', tbl
             USING ERRCODE = 'feature_not_supported',
@@ -121,7 +118,29 @@ BEGIN
     -- (PostgreSQL gives a partitioned table with a unique index no foreign partitions, whose
     -- writes would fire no statement triggers with transition tables)
     -- (a deferrable key lets two rows share an id until commit, and their band rows with it)
-    IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+    -- A Citus table distributed by another column (a tenant) needs a unique key of that column
+    -- and the id (Citus refuses one without the distribution column): the id is unique within
+    -- a tenant; its band rows carry the tenant, which places them on the row's shard.
+    IF citus.kind = 'distributed' AND citus.dist_column <> id_column THEN
+        SELECT format_type(a.atttypid, a.atttypmod)
+               || CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
+                       THEN ' COLLATE ' || a.attcollation::regcollation::text ELSE '' END
+        INTO tenant_type
+        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        WHERE a.attrelid = tbl AND a.attname = citus.dist_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
+                       AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
+                       AND x.indnkeyatts = 2
+                       AND (x.indkey::int2[])[0:1] @> ARRAY[id_attnum,
+                           (SELECT a.attnum FROM pg_attribute a WHERE a.attrelid = tbl
+                            AND a.attname = citus.dist_column)]) THEN
+            RAISE EXCEPTION 'id column "%" of table % is not unique within its distribution column "%"',
+                id_column, tbl, citus.dist_column
+                USING ERRCODE = 'invalid_column_reference',
+                      HINT = format('Add a primary key or unique constraint, not deferrable, on the two '
+                                    'columns: PRIMARY KEY (%I, %I).', citus.dist_column, id_column);
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = tbl AND x.indisunique
                    AND x.indimmediate AND x.indpred IS NULL AND x.indexprs IS NULL
                    AND CASE WHEN rel.relkind = 'p'
                             THEN id_attnum = ANY ((x.indkey::int2[])[0:x.indnkeyatts - 1])
@@ -232,12 +251,14 @@ BEGIN
     -- sketch1 and sketch2: 128 signature bits a lookup compares before fetching a candidate
     -- (unlogged like its table: after a crash both come back empty)
     -- (id: bigint for integer keys, the key's own type otherwise; see src/index/key.rs)
-    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s)',
+    -- (tenant: of a table distributed by another column than the id, that column's value)
+    EXECUTE format('CREATE %s TABLE %I.%I (id %s NOT NULL, %s%s)',
                    CASE rel.relpersistence WHEN 'u' THEN 'UNLOGGED' ELSE '' END,
                    rel.nspname, band_name, band_id_type,
                    (SELECT string_agg(format('%I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
                     FROM unnest(minhash_internal._minhash_band_value_columns(band_format, bands))
-                         WITH ORDINALITY AS u(col, pos)));
+                         WITH ORDINALITY AS u(col, pos)),
+                   coalesce(', tenant ' || tenant_type || ' NOT NULL', ''));
     band := format('%I.%I', rel.nspname, band_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', band,
                    format('pg_minhash band keys of %s; maintained by triggers', tbl));
@@ -335,7 +356,8 @@ BEGIN
     END LOOP;
     SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
     FROM pg_attribute a
-    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'id';
+    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attname NOT IN ('id', 'tenant');
     EXECUTE format('ALTER TABLE %s %s, %s', cfg.band_table, columns,
                    (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
                     FROM unnest(minhash_internal._minhash_band_value_columns(target, cfg.bands))
@@ -366,13 +388,16 @@ AS $$
 DECLARE
     i int;
     citus boolean := (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL;
+    -- (a unique key of a Citus table holds its distribution column: the tenant, if it has one)
+    tenant text := CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
+                        THEN ', tenant' ELSE '' END;
 BEGIN
     IF cfg.format = 1 THEN
-        EXECUTE format('CREATE %s INDEX ON %s (key, id) INCLUDE (sketch1, sketch2)',
-                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table);
+        EXECUTE format('CREATE %s INDEX ON %s (key, id%s) INCLUDE (sketch1, sketch2)',
+                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table, tenant);
     ELSE
-        EXECUTE format('CREATE %s INDEX ON %s (id)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
-                       cfg.band_table);
+        EXECUTE format('CREATE %s INDEX ON %s (id%s)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
+                       cfg.band_table, tenant);
         FOR i IN 1..cfg.bands LOOP
             EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
         END LOOP;

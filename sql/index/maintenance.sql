@@ -42,6 +42,9 @@ DECLARE
     source text := cfg.tbl::text;
     band text := minhash_internal._minhash_band_rows_of(cfg);
     progress text;
+    -- (of a table distributed by a tenant, a band row is of its row's tenant too)
+    tenant text := CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
+                        THEN ', %1$s.tenant' END;
 BEGIN
     -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
     -- read (one in 64 counted for 64), of about as many as the table and the band table had
@@ -68,11 +71,13 @@ BEGIN
              coalesce(pg_catalog.sum(GREATEST(g.held - g.expected, 0)), 0))
          FROM (SELECT pg_catalog.count(*) FILTER (WHERE r.expected) AS expected,
                       pg_catalog.count(*) FILTER (WHERE NOT r.expected) AS held
-               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2, true AS expected FROM (%1$s) e
+               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2%3$s, true AS expected FROM (%1$s) e
                      UNION ALL
-                     SELECT b.id, b.key, b.sketch1, b.sketch2, false FROM %2$s b) r
-               GROUP BY r.id, r.key, r.sketch1, r.sketch2) g',
-        minhash_internal._minhash_band_rows_sql(cfg, source), band));
+                     SELECT b.id, b.key, b.sketch1, b.sketch2%4$s, false FROM %2$s b) r
+               GROUP BY r.id, r.key, r.sketch1, r.sketch2%5$s) g',
+        minhash_internal._minhash_band_rows_sql(cfg, source), band,
+        coalesce(format(tenant, 'e'), ''), coalesce(format(tenant, 'b'), ''),
+        coalesce(format(tenant, 'r'), '')));
     RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
 END $$;
 

@@ -2,6 +2,30 @@
 -- minhash_clusters of a table, on one node or across Citus workers; last, the comments of every
 -- function users call.
 
+-- The condition ` AND d.<tenant column> = '<tenant>'::<its type>` that keeps the rows of tenant
+-- `tenant` (text, read as a cast of it would) of the Citus table distributed by a tenant whose
+-- index `cfg` is (docs/citus.md); '' for a NULL tenant; 22023 for a table not distributed by a
+-- tenant.
+CREATE FUNCTION minhash_internal._minhash_tenant_filter(cfg @extschema@.minhash_indexes, tenant text)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col name := minhash_internal._minhash_tenant_column(cfg);
+BEGIN
+    IF tenant IS NULL THEN
+        RETURN '';
+    ELSIF col IS NULL THEN
+        RAISE EXCEPTION '% is not a Citus table distributed by a tenant column', cfg.tbl
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'tenant applies to a table distributed by another column than the id (docs/citus.md).';
+    END IF;
+    RETURN format(' AND d.%I = %L::%s', col, tenant,
+                  (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                   WHERE a.attrelid = cfg.tbl AND a.attname = col));
+END $$;
+
 -- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
 -- with a text, the id as bigint or (typed) in its own type. They search it in memory
 -- (src/core/dedup.rs) rather than joining the band table with itself: signing the text again
@@ -11,22 +35,26 @@
 -- `ordered` reads the rows in the greedy order of mode 'representative': by `priority` (the
 -- caller's ORDER BY list over the table's columns, part of the caller's query, run with the
 -- caller's rights), then by id.
+-- With `tenant` (of a Citus table distributed by a tenant, _minhash_tenant_filter), the rows of
+-- that tenant only, which Citus reads from its one shard.
 CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
-    typed boolean, ordered boolean, priority text)
+    typed boolean, ordered boolean, priority text, tenant text)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN cfg.text_expression IS NULL
-                THEN format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL',
+                THEN format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL%5$s',
                             cfg.id_column, cfg.text_column, cfg.tbl,
-                            CASE WHEN typed THEN '' ELSE '::bigint' END)
+                            CASE WHEN typed THEN '' ELSE '::bigint' END,
+                            minhash_internal._minhash_tenant_filter(cfg, tenant))
                 -- (OFFSET 0: the expression is computed once per row)
                 ELSE format('SELECT d.%1$I%4$s, x.text FROM %3$s d
                              CROSS JOIN LATERAL (SELECT %2$s AS text OFFSET 0) x
-                             WHERE x.text IS NOT NULL',
+                             WHERE x.text IS NOT NULL%5$s',
                             cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', true),
-                            cfg.tbl, CASE WHEN typed THEN '' ELSE '::bigint' END) END
+                            cfg.tbl, CASE WHEN typed THEN '' ELSE '::bigint' END,
+                            minhash_internal._minhash_tenant_filter(cfg, tenant)) END
         -- (a line break ends a comment the priority may end with)
         || CASE WHEN ordered THEN format(E' ORDER BY %s d.%I', priority || E'\n,', cfg.id_column)
                 ELSE '' END
@@ -69,13 +97,15 @@ END $$;
 -- whole result), and _minhash_search_pairs makes one pair per call in its target list
 -- (OFFSET 0 keeps it there), so `LIMIT 10` stops after ten pairs. Every name in it is
 -- schema-qualified: the body is parsed with the caller's search path.
-CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL)
+CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL,
+    tenant text DEFAULT NULL)
 RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
         SELECT minhash_internal._minhash_search_pairs(
-                   minhash_internal._minhash_rows_sql(c, false, false, NULL), c.k, c.ngram,
+                   minhash_internal._minhash_rows_sql(c, false, false, NULL, minhash_duplicates.tenant),
+                   c.k, c.ngram,
                    c.unit, c.bands, c.rows_per_band, q.threshold) AS p
         FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
         CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
@@ -85,13 +115,14 @@ AS $$
 $$;
 
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
-    threshold float8 DEFAULT NULL)
+    threshold float8 DEFAULT NULL, tenant text DEFAULT NULL)
 RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
         SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.id_type,
-                   minhash_internal._minhash_rows_sql(c, true, false, NULL), c.k, c.ngram,
+                   minhash_internal._minhash_rows_sql(c, true, false, NULL, minhash_duplicates.tenant),
+                   c.k, c.ngram,
                    c.unit, c.bands, c.rows_per_band, q.threshold) AS p
         FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
         CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
@@ -102,7 +133,7 @@ AS $$
 $$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
-    mode text DEFAULT 'connected', priority text DEFAULT NULL)
+    mode text DEFAULT 'connected', priority text DEFAULT NULL, tenant text DEFAULT NULL)
 RETURNS TABLE (id bigint, cluster_id bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -115,12 +146,13 @@ BEGIN
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
-        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority), cfg.k, cfg.ngram,
+        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority, tenant), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
 END $$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
-    threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL)
+    threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL,
+    tenant text DEFAULT NULL)
 RETURNS TABLE (id anyelement, cluster_id anyelement)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -133,7 +165,7 @@ BEGIN
     threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
                                                            cfg.rows_per_band);
     RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
-        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority), cfg.k, cfg.ngram,
+        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority, tenant), cfg.k, cfg.ngram,
         cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
 END $$;
 

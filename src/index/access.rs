@@ -11,7 +11,9 @@ use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::pg::error::raise;
-use crate::pg::names::{qualified_name, quote_ident_str, quote_literal, regclass_name};
+use crate::pg::names::{
+    equality_operator, qualified_name, quote_ident_str, quote_literal, regclass_name,
+};
 
 use super::band::BandFormat;
 use super::catalog::{check_indexable, refuse_newer_index, IndexDef};
@@ -201,6 +203,11 @@ pub(super) struct Index {
     /// keys `$1`, then `(id, text)` of the rows with the ids `$1` (as the second query of a
     /// table of this node).
     pub(super) batch_sql: Option<[String; 2]>,
+    /// Of an index of a Citus table distributed by a tenant, the lookup's queries within one
+    /// tenant (`lookup::similar`): those of `sql` and `scan_sql`, with the tenant as
+    /// their last parameter (`$2`, `$3` and `$6`), which Citus sends to the one shard that
+    /// holds the tenant's rows.
+    pub(super) tenant_sql: Option<[String; 3]>,
 }
 
 impl Index {
@@ -361,20 +368,33 @@ impl Index {
     fn new(schema: &str, def: IndexDef) -> Index {
         let placement = Placement::of(&def);
         let mut sql = Self::lookup_sql(&def);
-        let mut batch_sql = None;
+        let (mut batch_sql, mut tenant_sql) = (None, None);
         if placement.verifies_remotely() {
             let rows = std::mem::replace(&mut sql[1], Self::verify_sql(schema, &def));
             let [bands, keyed] = Self::citus_band_sql(&def);
             sql[0] = bands;
             batch_sql = Some([keyed, rows]);
+            tenant_sql = def.tenant.as_ref().map(|tenant| {
+                let equal = equality_operator(tenant.key.oid);
+                [
+                    format!("{} AND b.tenant {equal} $2", sql[0]),
+                    format!(
+                        "{} AND t.{} {equal} $3",
+                        sql[1],
+                        quote_ident_str(&tenant.column)
+                    ),
+                    Self::scan_sql(&def, &format!(" WHERE b.tenant {equal} $6")),
+                ]
+            });
         }
-        let scan_sql = Self::scan_sql(&def);
+        let scan_sql = Self::scan_sql(&def, "");
         Index {
             def,
             placement,
             sql,
             scan_sql,
             batch_sql,
+            tenant_sql,
         }
     }
 
@@ -382,7 +402,7 @@ impl Index {
     /// differing)` of the band rows whose sketch differs from the text's `($1, $2)` in at most
     /// `$5` of the bits the masks `($3, $4)` keep, fewest differing first, then by id. Of
     /// format 1, each row's sketch comes once per band, and its band rows one after another.
-    fn scan_sql(def: &IndexDef) -> String {
+    fn scan_sql(def: &IndexDef, filter: &str) -> String {
         let differing = |column: &str, sketch: usize, mask: usize| {
             format!(
                 "pg_catalog.bit_count(((b.{column} OPERATOR(pg_catalog.#) ${sketch}) \
@@ -391,7 +411,7 @@ impl Index {
         };
         format!(
             "SELECT s.id, s.differing FROM (
-                 SELECT b.id, {} OPERATOR(pg_catalog.+) {} AS differing FROM {} b) s
+                 SELECT b.id, {} OPERATOR(pg_catalog.+) {} AS differing FROM {} b{filter}) s
              WHERE s.differing OPERATOR(pg_catalog.<=) $5
              ORDER BY s.differing, s.id",
             differing("sketch1", 1, 3),
@@ -477,7 +497,7 @@ impl Index {
                     .join(", ");
                 [
                     format!(
-                        "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b WHERE {}",
+                        "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b WHERE ({})",
                         any_band(&|band, column| format!(
                             "b.{column} OPERATOR(pg_catalog.=) $1[{}]",
                             band + 1

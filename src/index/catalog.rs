@@ -14,6 +14,7 @@ use crate::pg::names::{qualified, regclass_name, Regclass};
 use crate::pg::tuple::{attnum, column};
 
 use super::band::BandFormat;
+use super::citus;
 use super::extension::Extension;
 use super::key::KeyType;
 use super::owner::relation_owner;
@@ -97,6 +98,44 @@ pub(super) struct IndexDef {
     /// The table and, if it is partitioned, every table of its partition tree (their relcache
     /// invalidations drop the cached index: a partition attached, detached or indexed).
     pub(super) members: Vec<pg_sys::Oid>,
+    /// Of a Citus table distributed by another column than the id: that column (docs/citus.md).
+    pub(super) tenant: Option<Tenant>,
+}
+
+/// The column a Citus table is distributed by when that is not its id (a tenant): the id is
+/// unique within a tenant, and the band table's `tenant` column holds each band row's, which
+/// places it on the shard of its row.
+#[derive(Clone, Debug)]
+pub(super) struct Tenant {
+    pub(super) column: String,
+    /// Its type, which the band table's `tenant` column has too.
+    pub(super) key: KeyType,
+}
+
+impl Tenant {
+    /// The tenant of the index of `tbl` with band table `band_table` and id column `id_column`:
+    /// None if the band table has no `tenant` column; 55000 unless Citus distributes `tbl` by a
+    /// column other than the id, of the type of that column (the band table is input).
+    fn of(tbl: pg_sys::Oid, band_table: pg_sys::Oid, id_column: &str) -> Option<Tenant> {
+        let attno = attnum(band_table, "tenant");
+        if attno <= 0 {
+            return None;
+        }
+        // SAFETY: a catalog lookup by OID and attribute number.
+        let stored = unsafe { pg_sys::get_atttype(band_table, attno) };
+        let column = citus::distribution_column(tbl)
+            .filter(|column| column != id_column && column_type(tbl, column) == stored);
+        let Some(column) = column else {
+            altered_band_table(
+                tbl,
+                made_again("Its tenant column is not of the column the table is distributed by"),
+            )
+        };
+        Some(Tenant {
+            column,
+            key: KeyType::of(stored),
+        })
+    }
 }
 
 impl IndexDef {
@@ -265,19 +304,12 @@ impl IndexDef {
         let key = KeyType::for_column(id_type);
         // (the band table's ids are read as the key type: another type is refused, never read)
         if stored != pg_sys::InvalidOid && stored != key.oid {
-            raise(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "the band table of {} is not the plain table minhash_index_create() made",
-                    regclass_name(tbl)
-                ),
-                Some(
-                    "Its id column has another type than the table's. Drop the index with \
-                     minhash_index_drop() and create it again."
-                        .into(),
-                ),
+            altered_band_table(
+                tbl,
+                made_again("Its id column has another type than the table's"),
             );
         }
+        let id_column_name = id_column.clone();
         IndexDef {
             tbl,
             id_column,
@@ -291,6 +323,7 @@ impl IndexDef {
             format,
             threshold,
             members: members.to_vec(),
+            tenant: Tenant::of(tbl, band_table, &id_column_name),
         }
     }
 
@@ -358,6 +391,24 @@ impl IndexDef {
                 })
         }
     }
+}
+
+/// Raises 55000: the band table of the index of `tbl` is not what `minhash_index_create` made,
+/// with the hint `hint` (why, and what to do).
+pub(super) fn altered_band_table(tbl: pg_sys::Oid, hint: String) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the band table of {} is not the plain table minhash_index_create() made",
+            regclass_name(tbl)
+        ),
+        Some(hint),
+    )
+}
+
+/// The hint of [`altered_band_table`] for a band table whose columns are not those made.
+fn made_again(why: &str) -> String {
+    format!("{why}. Drop the index with minhash_index_drop() and create it again.")
 }
 
 /// The type of column `name` of `tbl`, from `pg_attribute`; 42703 if it has none.

@@ -115,6 +115,25 @@ fn metadata_present() -> bool {
     }
 }
 
+/// The column Citus distributes table `tbl` by (hash-distributed), if it does.
+pub(super) fn distribution_column(tbl: pg_sys::Oid) -> Option<String> {
+    if !metadata_present() {
+        return None;
+    }
+    let sql = "SELECT pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)::pg_catalog.text
+               FROM pg_catalog.pg_dist_partition p
+               WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass
+                 AND p.partmethod OPERATOR(pg_catalog.=) 'h' AND p.partkey IS NOT NULL";
+    Spi::connect(|client| {
+        let table = client.select(sql, Some(1), &[tbl.into()])?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        table.first().get::<String>(1)
+    })
+    .unwrap_or_else(|e| spi_failed(e))
+}
+
 /// Whether relation `rel` is a Citus table (distributed, reference or local), whose rows are
 /// in its shards rather than in it.
 pub(super) fn is_citus_table(rel: pg_sys::Oid) -> bool {

@@ -33,7 +33,7 @@ use super::params::checked_threshold;
 use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
 use super::text::{utf8, COLUMNS_HINT};
 use super::trigger::{claim_trigger_name, trigger_args};
-use super::write::{claim_band_rows, withdraw_claim};
+use super::write::{claim_band_rows, claim_shard_band_rows, withdraw_claim};
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
 /// whether the transaction's snapshot sees it.
@@ -406,6 +406,7 @@ fn check(
     let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
     // the columns the check reads: no trigger may change them after it
     let read: Vec<usize> = std::iter::once(cfg.def.id_column.as_str())
+        .chain(cfg.def.tenant.as_ref().map(|t| t.column.as_str()))
         .chain(cfg.def.text.columns())
         .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
         .collect();
@@ -451,10 +452,17 @@ fn check(
         let old_id = update.then(|| id(data.tg_trigtuple)).flatten();
         (doc.map(utf8), [id(tuple), old_id])
     };
+    // (of a table distributed by a tenant, the new row's: the check is within it)
+    let tenant = cfg.def.tenant.as_ref().and_then(|tenant| {
+        let (attno, typid, _) = column(tupdesc, fired_on, &tenant.column, COLUMNS_HINT);
+        // SAFETY: the attribute number and type come from this tuple's descriptor.
+        unsafe { tuple_id(tuple, tupdesc, attno, typid, tenant.key) }
+    });
     let entry = doc.and_then(|doc| band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding));
     let conflicts = match (doc, &entry) {
         (Some(doc), Some(entry)) => {
-            find_conflicts(firing, client, &cfg, doc, entry, threshold, &own_ids)
+            let own = (own_ids, tenant.as_ref(), update);
+            find_conflicts(firing, client, &cfg, doc, entry, threshold, own)
         }
         _ => Vec::new(),
     };
@@ -512,7 +520,9 @@ fn chosen_index(
 /// every row, whoever writes: it writes the row's band rows first (a claim) and then checks
 /// them against every row committed or in progress, as the table's owner (see `conflicts`).
 /// On a shard of a Citus table: a lookup of every shard, of the rows committed when it runs
-/// and those this transaction wrote on this node (README, "Scaling out with Citus").
+/// and those this transaction wrote on this node (README, "Scaling out with Citus"); of a
+/// table distributed by a tenant, of the shard of the row's tenant `tenant` only, its rows
+/// only, after an INSERT's claim (not an `update`'s) as on one node (docs/citus.md).
 fn find_conflicts(
     firing: &Firing<'_>,
     client: &SpiClient<'_>,
@@ -520,19 +530,33 @@ fn find_conflicts(
     doc: &str,
     entry: &(Vec<i64>, BandSketch),
     threshold: f64,
-    own_ids: &[Option<Id>; 2],
+    (own_ids, tenant, update): ([Option<Id>; 2], Option<&Id>, bool),
 ) -> Vec<Conflict> {
+    let own_ids = &own_ids;
     let owner = firing.owner;
-    if firing.shard.is_some() {
-        return as_owner(owner, || lookup::similar(cfg, client, doc, threshold, None))
-            .into_iter()
-            .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
-            .map(|(id, similarity)| Conflict {
-                id,
-                similarity,
-                in_snapshot: true,
-            })
-            .collect();
+    if let Some(shard) = firing.shard {
+        return as_owner(owner, || match tenant {
+            Some(tenant) => {
+                // (an INSERT's band rows first, as on one node: the checks of the statement's
+                // later rows, on this shard, see it. Not an UPDATE's: the band table's unique
+                // B-tree, its replica identity, holds the row's band rows of its old text
+                // until the statement's sync.)
+                if let Some(id) = own_ids[0].as_ref().filter(|_| !update) {
+                    let place = (shard, owner, firing.ext());
+                    claim_shard_band_rows(cfg, place, (id, tenant), &entry.0, entry.1);
+                }
+                lookup::similar(cfg, client, doc, threshold, (None, Some(tenant)))
+            }
+            None => lookup::similar(cfg, client, doc, threshold, (None, None)),
+        })
+        .into_iter()
+        .filter(|(id, _)| !own_ids.iter().flatten().any(|own| own == id))
+        .map(|(id, similarity)| Conflict {
+            id,
+            similarity,
+            in_snapshot: true,
+        })
+        .collect();
     }
     as_owner(owner, || {
         let rel = (firing.table, owner, firing.ext());

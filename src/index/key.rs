@@ -170,6 +170,26 @@ impl KeyType {
         }
     }
 
+    /// The value of this type that `text` spells, through the type's input function (with
+    /// its checks and errors, as a cast of the text would).
+    pub(super) fn parse(&self, text: &str) -> Id {
+        let text = std::ffi::CString::new(text).unwrap_or_else(|_| {
+            crate::pg::error::raise(
+                pgrx::PgSqlErrorCode::ERRCODE_UNTRANSLATABLE_CHARACTER,
+                "a text value contains a NUL character",
+                None,
+            )
+        });
+        let (mut input, mut ioparam) = (pg_sys::Oid::INVALID, pg_sys::Oid::INVALID);
+        // SAFETY: the type exists (it is a column's); the input function takes a C string
+        // and returns a datum of the type (a varlena is palloc'd, and read at once).
+        unsafe {
+            pg_sys::getTypeInputInfo(self.oid, &mut input, &mut ioparam);
+            let datum = pg_sys::OidInputFunctionCall(input, text.as_ptr() as *mut _, ioparam, -1);
+            self.id(datum, self.oid)
+        }
+    }
+
     /// `id` as a value of type `typid` (typmod `typmod`): the datum itself for this type, the
     /// integer for `bigint`, otherwise through the text form and that type's input function
     /// (with its checks, as an assignment of the text would).

@@ -110,20 +110,24 @@ impl Want {
 /// out `exclude_id`, through the band keys alone (the duplicate check's lookup). A row sharing
 /// a band key with `doc` is fetched and verified only if its band sketch agrees with `doc`'s in
 /// enough bits (`core::sketch`): that drops a row at or above the threshold with probability at
-/// most [`LOOKUP_SKETCH_MISS_PROBABILITY`].
+/// most [`LOOKUP_SKETCH_MISS_PROBABILITY`]. With `tenant` (of an index of a Citus table
+/// distributed by a tenant, `Index::tenant_sql`), among the rows of that tenant only: Citus
+/// sends each query to the one shard that holds them, on this node when the duplicate trigger
+/// of one of them runs it (no connection to another node; the rows this transaction wrote
+/// there are seen).
 pub(super) fn similar(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,
     threshold: f64,
-    exclude_id: Option<&Id>,
+    (exclude_id, tenant): (Option<&Id>, Option<&Id>),
 ) -> Vec<(Id, f64)> {
     traced(
         cfg,
         client,
         doc,
         Want::keys_only(threshold),
-        (exclude_id, None),
+        (exclude_id, None, tenant),
         &mut Trace::default(),
     )
 }
@@ -141,6 +145,9 @@ pub(super) fn similar(
 /// ([`among_verified_directly`]), those rows are verified directly instead: exactly what brute
 /// force over them returns.
 ///
+/// With `tenant` (of an index of a Citus table distributed by a tenant), only the rows of that
+/// tenant are found.
+///
 /// Of a Citus table, the queries run with `citus::nested_execution`: a lookup may run inside
 /// a query of a shard (the duplicate trigger on a shard, or a call Citus sent to a worker).
 pub(super) fn traced(
@@ -148,7 +155,7 @@ pub(super) fn traced(
     client: &SpiClient<'_>,
     doc: &str,
     want: Want,
-    rows: (Option<&Id>, Option<&HashSet<Id>>),
+    rows: (Option<&Id>, Option<&HashSet<Id>>, Option<&Id>),
     trace: &mut Trace,
 ) -> Vec<(Id, f64)> {
     if cfg.placement.verifies_remotely() {
@@ -205,7 +212,7 @@ fn traced_here(
     client: &SpiClient<'_>,
     doc: &str,
     want: Want,
-    (exclude_id, among): (Option<&Id>, Option<&HashSet<Id>>),
+    (exclude_id, among, tenant): (Option<&Id>, Option<&HashSet<Id>>, Option<&Id>),
     trace: &mut Trace,
 ) -> Vec<(Id, f64)> {
     let start = Instant::now();
@@ -235,7 +242,8 @@ fn traced_here(
         }
         None => {
             let entry = (keys, sketch);
-            let ids = band_candidates(cfg, client, entry, want, (exclude_id, among), trace);
+            let rows = (exclude_id, among, tenant);
+            let ids = band_candidates(cfg, client, entry, want, rows, trace);
             (ids, Some(sketch))
         }
     };
@@ -244,7 +252,7 @@ fn traced_here(
     let start = Instant::now();
     let mut ranked = Ranked::new(want.k, want.floor);
     if !ids.is_empty() {
-        trace.row_index = verify(cfg, client, doc, &ids, &mut ranked);
+        trace.row_index = verify(cfg, client, doc, (&ids, tenant), &mut ranked);
     }
     let scan_from = sketch.filter(|_| want.scan && !keys_suffice(ranked.bar(), cfg.def.banding));
     if let Some(sketch) = scan_from {
@@ -253,7 +261,14 @@ fn traced_here(
         if let Some(id) = exclude_id {
             verified.insert(id.clone());
         }
-        let scanned = scan(cfg, client, doc, sketch, (&verified, among), &mut ranked);
+        let scanned = scan(
+            cfg,
+            client,
+            doc,
+            sketch,
+            (&verified, among, tenant),
+            &mut ranked,
+        );
         trace.scan = Some(scanned.0);
         trace.row_index = trace.row_index.or(scanned.1);
     }
@@ -271,11 +286,15 @@ fn band_candidates(
     client: &SpiClient<'_>,
     (keys, sketch): (Vec<i64>, BandSketch),
     want: Want,
-    (exclude_id, among): (Option<&Id>, Option<&HashSet<Id>>),
+    (exclude_id, among, tenant): (Option<&Id>, Option<&HashSet<Id>>, Option<&Id>),
     trace: &mut Trace,
 ) -> Vec<Id> {
     let min_bits = min_equal_bits(cfg.def.k, want.floor, LOOKUP_SKETCH_MISS_PROBABILITY);
-    let bands_sql = &cfg.sql[0];
+    let tenant = tenant_arg(cfg, tenant);
+    let bands_sql = match (&tenant, &cfg.tenant_sql) {
+        (Some(_), Some([bands_sql, _, _])) => bands_sql,
+        _ => &cfg.sql[0],
+    };
     let mut ids = Vec::new();
     let (mut band_rows, mut passed) = (0, 0);
     let mut keep = |id: Id, row_sketch: [u64; 2]| {
@@ -296,8 +315,13 @@ fn band_candidates(
     match band_index {
         Some(index) => index.scan(&keys, &mut keep),
         None => as_owner(relation_owner(cfg.def.tbl), || {
-            let keys_type = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
-            with_prepared(client, bands_sql, keys_type, keys.into(), |table| {
+            let mut types = vec![PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
+            let mut args = vec![keys.into()];
+            if let Some((arg, arg_type)) = tenant {
+                types.push(arg_type);
+                args.push(arg);
+            }
+            with_prepared_args(client, bands_sql, &types, &args, |table| {
                 for_each_spi_row(table, |row| {
                     if let (Some(id), Some(s1), Some(s2)) = (
                         cfg.def.key.spi_id(row, 1)?,
@@ -324,6 +348,19 @@ fn band_candidates(
         ..Trace::default()
     };
     ids
+}
+
+/// Tenant `tenant` as an SPI argument of the queries of `cfg.tenant_sql`, and its type; None
+/// without a tenant or such queries.
+fn tenant_arg(
+    cfg: &Index,
+    tenant: Option<&Id>,
+) -> Option<(pgrx::datum::DatumWithOid<'static>, PgOid)> {
+    let key = cfg.def.tenant.as_ref()?.key;
+    let tenant = tenant.filter(|_| cfg.tenant_sql.is_some())?;
+    // SAFETY: a datum of the tenant column's type, made just now.
+    let arg = unsafe { pgrx::datum::DatumWithOid::new(key.datum(tenant), key.oid) };
+    Some((arg, PgOid::from(key.oid)))
 }
 
 /// The texts whose lookups [`batch`] makes at once.
@@ -458,7 +495,7 @@ fn scan(
     client: &SpiClient<'_>,
     doc: &str,
     sketch: [u64; 2],
-    (verified, among): (&HashSet<Id>, Option<&HashSet<Id>>),
+    (verified, among, tenant): (&HashSet<Id>, Option<&HashSet<Id>>, Option<&Id>),
     ranked: &mut Ranked<Id>,
 ) -> (ScanTrace, Option<pg_sys::Oid>) {
     let k = cfg.def.k;
@@ -480,7 +517,7 @@ fn scan(
     let mut verify_ids = |mut ids: Vec<Id>, ranked: &mut Ranked<Id>| {
         // (in order, the texts' index entries and rows are read from fewer pages)
         ids.sort_unstable();
-        row_index = verify(cfg, client, doc, &ids, ranked);
+        row_index = verify(cfg, client, doc, (&ids, tenant), ranked);
     };
     let heap = cfg
         .placement
@@ -509,7 +546,7 @@ fn scan(
                 size = (size * 2).min(SCAN_LAST_BATCH as usize);
             }
         }
-        None => scan_through_sql(cfg, client, sketch, &mut trace, |batch, trace| {
+        None => scan_through_sql(cfg, client, (sketch, tenant), &mut trace, |batch, trace| {
             sweep.take(batch, ranked, trace, &mut verify_ids)
         }),
     }
@@ -589,7 +626,7 @@ impl Sweep<'_> {
 fn scan_through_sql(
     cfg: &Index,
     client: &SpiClient<'_>,
-    sketch: [u64; 2],
+    (sketch, tenant): ([u64; 2], Option<&Id>),
     trace: &mut ScanTrace,
     mut take: impl FnMut(Vec<(Id, usize)>, &mut ScanTrace) -> bool,
 ) {
@@ -599,47 +636,51 @@ fn scan_through_sql(
         used => ((1u64 << used) - 1) as i64,
     };
     let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
-    let args = [
+    let mut args = vec![
         (sketch[0] as i64).into(),
         (sketch[1] as i64).into(),
         mask(0).into(),
         mask(1).into(),
         (trace.max_differing as i64).into(),
     ];
+    let mut types = vec![int8; 5];
+    // (within a tenant, the band rows of its shard only)
+    let tenant = tenant_arg(cfg, tenant);
+    let sql = match (tenant, &cfg.tenant_sql) {
+        (Some((arg, arg_type)), Some([_, _, scan_sql])) => {
+            args.push(arg);
+            types.push(arg_type);
+            scan_sql
+        }
+        _ => &cfg.scan_sql,
+    };
     let owner = relation_owner(cfg.def.tbl);
-    with_cursor(
-        client,
-        &cfg.scan_sql,
-        &[int8; 5],
-        &args,
-        owner,
-        |mut cursor| {
-            let (mut done, mut size) = (false, SCAN_FIRST_BATCH);
-            while !done {
-                pg_sys::check_for_interrupts!();
-                let mut batch = Vec::new();
-                let fetched = as_owner(owner, || {
-                    let table = cursor.fetch(size)?;
-                    let rows = table.len();
-                    for_each_spi_row(table, |row| {
-                        if let (Some(id), Some(differing)) =
-                            (cfg.def.key.spi_id(row, 1)?, row.get::<i64>(2)?)
-                        {
-                            batch.push((id, differing as usize));
-                        }
-                        Ok(())
-                    })?;
-                    // SAFETY: the rows just read were copied into `batch`; nothing refers to
-                    // the result any more (SPI would otherwise keep every batch until the end).
-                    unsafe { pg_sys::SPI_freetuptable(pg_sys::SPI_tuptable) };
-                    Ok::<_, pgrx::spi::Error>(rows)
-                })
-                .unwrap_or_else(|e| spi_failed(e));
-                done = take(batch, trace) || fetched < size as usize;
-                size = (size * 2).min(SCAN_LAST_BATCH);
-            }
-        },
-    );
+    with_cursor(client, sql, &types, &args, owner, |mut cursor| {
+        let (mut done, mut size) = (false, SCAN_FIRST_BATCH);
+        while !done {
+            pg_sys::check_for_interrupts!();
+            let mut batch = Vec::new();
+            let fetched = as_owner(owner, || {
+                let table = cursor.fetch(size)?;
+                let rows = table.len();
+                for_each_spi_row(table, |row| {
+                    if let (Some(id), Some(differing)) =
+                        (cfg.def.key.spi_id(row, 1)?, row.get::<i64>(2)?)
+                    {
+                        batch.push((id, differing as usize));
+                    }
+                    Ok(())
+                })?;
+                // SAFETY: the rows just read were copied into `batch`; nothing refers to
+                // the result any more (SPI would otherwise keep every batch until the end).
+                unsafe { pg_sys::SPI_freetuptable(pg_sys::SPI_tuptable) };
+                Ok::<_, pgrx::spi::Error>(rows)
+            })
+            .unwrap_or_else(|e| spi_failed(e));
+            done = take(batch, trace) || fetched < size as usize;
+            size = (size * 2).min(SCAN_LAST_BATCH);
+        }
+    });
 }
 
 /// Verifies the candidates `ids` of a lookup of `doc`, offering each to `ranked` with its exact
@@ -649,15 +690,24 @@ fn verify(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,
-    ids: &[Id],
+    (ids, tenant): (&[Id], Option<&Id>),
     ranked: &mut Ranked<Id>,
 ) -> Option<pg_sys::Oid> {
-    let rows_sql = &cfg.sql[1];
+    let tenant = tenant_arg(cfg, tenant);
+    let rows_sql = match (&tenant, &cfg.tenant_sql) {
+        (Some(_), Some([_, rows_sql, _])) => rows_sql,
+        _ => &cfg.sql[1],
+    };
     if cfg.placement.verifies_remotely() {
         // (verified where the rows are: only ids and similarities come back)
         let (arg, arg_type) = cfg.def.key.array_arg(ids);
-        let types = [arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
-        with_prepared_args(client, rows_sql, &types, &[arg, doc.into()], |table| {
+        let mut types = vec![arg_type, PgOid::BuiltIn(PgBuiltInOids::TEXTOID)];
+        let mut args = vec![arg, doc.into()];
+        if let Some((arg, arg_type)) = tenant {
+            types.push(arg_type);
+            args.push(arg);
+        }
+        with_prepared_args(client, rows_sql, &types, &args, |table| {
             for_each_spi_row(table, |row| {
                 let (id, similarity) = (cfg.def.key.spi_id(row, 1)?, row.get::<f64>(2)?);
                 if let (Some(id), Some(s)) = (id, similarity) {

@@ -34,7 +34,8 @@ use super::spi::for_each_spi_row;
 /// the index's, or with `k` any similarity), the most similar rows to return per text (`k`:
 /// the k most similar, found by a scan where the band keys do not suffice; NULL: all at or
 /// above the threshold), the most rows to return (NULL: all) and the only rows that may be
-/// returned (`among`; NULL: any).
+/// returned (`among`; NULL: any), and of a Citus table distributed by a tenant, the tenant
+/// whose rows alone are looked up (`tenant`; NULL: every tenant's).
 struct Lookup {
     fn_oid: pg_sys::Oid,
     tbl: pg_sys::Oid,
@@ -42,6 +43,7 @@ struct Lookup {
     k: Option<usize>,
     max_results: Option<i32>,
     among: Option<HashSet<Id>>,
+    tenant: Option<Id>,
 }
 
 impl Lookup {
@@ -77,7 +79,32 @@ impl Lookup {
             k: k.map(|k| k as usize),
             max_results,
             among: None,
+            tenant: None,
         }
+    }
+
+    /// Restricts the lookup to the rows of tenant `tenant` (text, read by the input function
+    /// of the type of the column the table is distributed by, as a cast would): 22023 for an
+    /// index of a table that is not distributed by a tenant.
+    fn within_tenant(&mut self, cfg: &Index, tenant: Option<&str>) {
+        let Some(tenant) = tenant else {
+            return;
+        };
+        let Some(column) = &cfg.def.tenant else {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "{} is not a Citus table distributed by a tenant column",
+                    regclass_name(cfg.def.tbl)
+                ),
+                Some(
+                    "tenant applies to a table distributed by another column than the id \
+                     (docs/citus.md); filter other tables' rows with among."
+                        .into(),
+                ),
+            );
+        };
+        self.tenant = Some(column.key.parse(tenant));
     }
 
     /// Restricts the lookup to the rows whose ids `ids` holds (NULL elements hold none).
@@ -166,7 +193,7 @@ impl Lookup {
             client,
             doc,
             self.want(cfg),
-            (None, self.among.as_ref()),
+            (None, self.among.as_ref(), self.tenant.as_ref()),
             &mut Trace::default(),
         );
         if let Some(max) = self.max_results {
@@ -239,6 +266,7 @@ fn integer(id: Id) -> i64 {
 /// threshold), most similar first, at most `max_results` of them (default: all), among the
 /// rows whose ids `among` holds (default: all rows); ids as `bigint` (integer keys).
 #[pg_extern(stable, parallel_safe)]
+#[allow(clippy::too_many_arguments)] // (the SQL function's arguments)
 fn minhash_similar(
     tbl: Option<Regclass>,
     doc: Option<&str>,
@@ -246,6 +274,7 @@ fn minhash_similar(
     max_results: default!(Option<i32>, "NULL"),
     k: default!(Option<i32>, "NULL"),
     among: default!(Option<Array<'_, i64>>, "NULL"),
+    tenant: default!(Option<&str>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, i64), name!(similarity, f64))> {
     let mut lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
@@ -255,6 +284,7 @@ fn minhash_similar(
     let found = Spi::connect(|client| {
         let cfg = lookup.config(client);
         integer_ids(&cfg, "minhash_similar", "doc, ");
+        lookup.within_tenant(&cfg, tenant);
         lookup.similar(client, &cfg, doc)
     });
     TableIterator::new(found.into_iter().map(|(id, s)| (integer(id), s)))
@@ -272,6 +302,7 @@ fn minhash_similar_typed(
     max_results: default!(Option<i32>, "NULL"),
     k: default!(Option<i32>, "NULL"),
     among: default!(Option<Array<'_, &str>>, "NULL"),
+    tenant: default!(Option<&str>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(id, AnyElement), name!(similarity, f64))> {
     let _ = id_type;
@@ -279,6 +310,7 @@ fn minhash_similar_typed(
     let (cfg, found) = Spi::connect(|client| {
         let cfg = lookup.config(client);
         id_type_argument(&cfg, fcinfo, 2);
+        lookup.within_tenant(&cfg, tenant);
         if let Some(among) = among {
             lookup.among_rows(client, &cfg, among);
         }
@@ -305,17 +337,20 @@ fn minhash_matches(
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
     k: default!(Option<i32>, "NULL"),
+    tenant: default!(Option<&str>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(probe, i32), name!(id, i64), name!(similarity, f64))> {
-    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
+    let mut lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let cfg = Spi::connect(|client| lookup.config(client));
     integer_ids(&cfg, "minhash_matches", "docs, ");
+    lookup.within_tenant(&cfg, tenant);
     let docs = owned_texts(docs);
     TableIterator::new(matches(lookup, cfg, docs).map(|(probe, id, s)| (probe, integer(id), s)))
 }
 
 /// [`minhash_matches`] with ids in the id column's own type, which `id_type` names.
 #[pg_extern(stable, parallel_safe, name = "minhash_matches")]
+#[allow(clippy::too_many_arguments)] // (the SQL function's arguments)
 fn minhash_matches_typed(
     tbl: Option<Regclass>,
     docs: Option<Array<'_, &str>>,
@@ -323,6 +358,7 @@ fn minhash_matches_typed(
     threshold: default!(Option<f64>, "NULL"),
     max_results: default!(Option<i32>, "NULL"),
     k: default!(Option<i32>, "NULL"),
+    tenant: default!(Option<&str>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
@@ -333,9 +369,10 @@ fn minhash_matches_typed(
     ),
 > {
     let _ = id_type;
-    let lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
+    let mut lookup = Lookup::new(tbl, threshold, k, max_results, fcinfo);
     let cfg = Spi::connect(|client| lookup.config(client));
     let id_type = id_type_argument(&cfg, fcinfo, 2);
+    lookup.within_tenant(&cfg, tenant);
     let docs = owned_texts(docs);
     let key = Rc::clone(&cfg);
     TableIterator::new(
@@ -358,13 +395,14 @@ fn owned_texts(docs: Option<Array<'_, &str>>) -> Vec<Option<String>> {
 }
 
 /// The matches of each text of `docs` in turn, looked up as they are read: of a Citus
-/// table, [`lookup::BATCH_TEXTS`] texts at a time where `lookup::batch` can.
+/// table, [`lookup::BATCH_TEXTS`] texts at a time where `lookup::batch` can (within a
+/// tenant, text by text: each lookup reads the one shard of the tenant).
 fn matches(
     lookup: Lookup,
     cfg: Rc<Index>,
     docs: Vec<Option<String>>,
 ) -> Box<dyn Iterator<Item = (i32, Id, f64)>> {
-    if cfg.batch_sql.is_none() {
+    if cfg.batch_sql.is_none() || lookup.tenant.is_some() {
         return Box::new(docs.into_iter().zip(1..).flat_map(move |(doc, probe)| {
             Spi::connect(|client| lookup.similar(client, &cfg, doc.as_deref()))
                 .into_iter()
@@ -460,7 +498,7 @@ fn minhash_explain(
         let want = lookup.want(&cfg);
         let mut trace = Trace::default();
         if let Some(doc) = doc {
-            lookup::traced(&cfg, client, doc, want, (None, None), &mut trace);
+            lookup::traced(&cfg, client, doc, want, (None, None, None), &mut trace);
         }
         explained(&cfg, want, &trace)
     });

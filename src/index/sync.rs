@@ -38,6 +38,7 @@ use crate::core::capacity;
 use crate::core::sketch::BandSketch;
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
+use crate::pg::tuple::column;
 
 use super::access::Index;
 use super::band::{band_entry, band_row};
@@ -51,7 +52,7 @@ use super::owner::as_owner;
 use super::prepared::with_prepared;
 use super::restore;
 use super::spi::for_each_text_row;
-use super::text::{utf8, TextReader};
+use super::text::{utf8, TextReader, COLUMNS_HINT};
 use super::trigger::{claim_trigger_name, ClaimName};
 use super::write::{claim_band_rows, BandTable, INSERT_BATCH};
 
@@ -397,13 +398,13 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
         delete_ids.push(id);
         delete_keys.push(key);
         if delete_ids.len() >= DELETE_BATCH {
-            band.delete(&mut delete_ids, &mut delete_keys);
+            band.delete(&mut delete_ids, &mut delete_keys, &mut Vec::new());
         }
     }
-    band.delete(&mut delete_ids, &mut delete_keys);
+    band.delete(&mut delete_ids, &mut delete_keys, &mut Vec::new());
     let mut writer = band.writer(false);
     for (id, keys, sketch) in rows {
-        writer.push(&id, &keys, sketch);
+        writer.push(&id, None, &keys, sketch);
     }
     writer.close();
 }
@@ -419,6 +420,22 @@ fn null_id(cfg: &Index, band: &BandTable) -> ! {
         ),
         Some(format!(
             "Rows of {} with a text need an id.",
+            regclass_name(band.tbl)
+        )),
+    )
+}
+
+/// Raises 23502 for a row of a table distributed by a tenant without one (Citus refuses such
+/// rows before they get here).
+fn null_tenant(cfg: &Index, band: &BandTable) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
+        format!(
+            "null value in column \"tenant\" of relation \"{}\" violates not-null constraint",
+            relation_name(cfg.def.band_table)
+        ),
+        Some(format!(
+            "Rows of {} with a text need a value in the column it is distributed by.",
             regclass_name(band.tbl)
         )),
     )
@@ -488,9 +505,11 @@ fn fired_by(
     (name == expected.as_bytes()).then_some(event)
 }
 
-/// One row of a transition table: its id and text, if it has a text.
+/// One row of a transition table: its id (and of a table distributed by a tenant, its tenant)
+/// and text, if it has a text.
 struct Row<'t> {
     id: Option<Id>,
+    tenant: Option<Id>,
     text: Option<&'t [u8]>,
 }
 
@@ -503,6 +522,8 @@ struct TransitionRows {
     id_attno: c_int,
     id_type: pg_sys::Oid,
     key: KeyType,
+    /// Of a table distributed by a tenant: the tenant column's attribute number and type.
+    tenant: Option<(c_int, KeyType)>,
     text: TextReader,
 }
 
@@ -521,6 +542,10 @@ impl TransitionRows {
             let tbl = (*data.tg_relation).rd_id;
             let text = cfg.def.text.reader(tbl, tupdesc);
             let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, tbl);
+            let tenant = cfg.def.tenant.as_ref().map(|tenant| {
+                let (attno, _, _) = column(tupdesc, tbl, &tenant.column, COLUMNS_HINT);
+                (attno as c_int, tenant.key)
+            });
             let slots = tables.map(|rows| {
                 if rows.is_null() {
                     return std::ptr::null_mut();
@@ -538,6 +563,7 @@ impl TransitionRows {
                 id_attno: id_attno as c_int,
                 id_type,
                 key: cfg.def.key,
+                tenant,
                 text,
             }
         }
@@ -568,9 +594,15 @@ impl TransitionRows {
             let outer = pg_sys::MemoryContextSwitchTo(self.memory.value());
             let id = pg_sys::slot_getattr(slot, self.id_attno, &mut is_null);
             let id = (!is_null).then(|| self.key.id(id, self.id_type));
+            // (Citus gives no row of a distributed table a NULL in the column it is
+            // distributed by; the band table's tenant column is NOT NULL)
+            let tenant = self.tenant.and_then(|(attno, key)| {
+                let tenant = pg_sys::slot_getattr(slot, attno, &mut is_null);
+                (!is_null).then(|| key.id(tenant, key.oid))
+            });
             let text = self.text.slot_text(slot);
             pg_sys::MemoryContextSwitchTo(outer);
-            Row { id, text }
+            Row { id, tenant, text }
         }
     }
 
@@ -638,7 +670,8 @@ unsafe fn insert_band_rows(
 ) {
     let mut writer = band.writer(false);
     let side = usize::from(pairs.is_some());
-    let claimed = claim::any(cfg.def.band_table);
+    // SAFETY: the band table (or its shard beside a shard of a Citus table) is open.
+    let claimed = claim::any(unsafe { (*band.rel).rd_id });
     let mut rows = Vec::new();
     // SAFETY: per the contract.
     unsafe {
@@ -649,6 +682,9 @@ unsafe fn insert_band_rows(
             let Some(id) = &row.id else {
                 null_id(cfg, band);
             };
+            if cfg.def.tenant.is_some() && row.tenant.is_none() {
+                null_tenant(cfg, band);
+            }
             // a flag trigger may have written them already (see `claim`)
             if claimed {
                 rows.clear();
@@ -658,7 +694,7 @@ unsafe fn insert_band_rows(
                 }
                 claim::release(band.rel, id);
             }
-            writer.push(id, &keys, sketch);
+            writer.push(id, row.tenant.as_ref(), &keys, sketch);
         });
     }
     writer.close();
@@ -679,21 +715,26 @@ unsafe fn delete_band_rows(
     old: *mut pg_sys::Tuplestorestate,
     pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
 ) {
-    let (mut ids, mut keys) = (Vec::new(), Vec::new());
+    let (mut ids, mut keys, mut tenants) = (Vec::new(), Vec::new(), Vec::new());
     // SAFETY: per the contract.
     unsafe {
         for_each_changed_row(data, cfg, old, pairs, 0, |row| {
             let (Some(id), Some((row_keys, _))) = (&row.id, row_entry(row, cfg)) else {
                 return;
             };
+            // (a row without the tenant its table needs has no band rows)
+            if cfg.def.tenant.is_some() && row.tenant.is_none() {
+                return;
+            }
             for key in row_keys {
                 ids.push(id.clone());
                 keys.push(key);
+                tenants.extend(row.tenant.clone());
             }
             if ids.len() >= DELETE_BATCH {
-                band.delete(&mut ids, &mut keys);
+                band.delete(&mut ids, &mut keys, &mut tenants);
             }
         });
     }
-    band.delete(&mut ids, &mut keys);
+    band.delete(&mut ids, &mut keys, &mut tenants);
 }

@@ -12,11 +12,13 @@ use crate::core::bands::band_of_key;
 use crate::core::sketch::BandSketch;
 use crate::pg::compat;
 use crate::pg::error::raise;
-use crate::pg::names::{qualified_name, qualified_type_name, quote_ident_str, regclass_name};
+use crate::pg::names::{
+    equality_operator, qualified_name, qualified_type_name, quote_ident_str, regclass_name,
+};
 
 use super::access::Index;
 use super::band::BandFormat;
-use super::catalog::refuse_newer_index;
+use super::catalog::{altered_band_table, refuse_newer_index};
 use super::citus::Shard;
 use super::claim;
 use super::extension::Extension;
@@ -40,11 +42,25 @@ pub(super) fn claim_band_rows(
     // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
     unsafe {
         let band = BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext);
-        let mut writer = band.writer(true);
-        writer.push(id, keys, sketch);
-        let tids = writer.close();
-        claim::record(band.rel, id, tids);
-        band.close();
+        band.claim(id, None, keys, sketch);
+    }
+}
+
+/// [`claim_band_rows`] on `shard` of a Citus table distributed by a tenant, for its row with
+/// id `id` of tenant `tenant` (owned by `owner`): into the band table's shard beside it, so
+/// that the checks of the statement's later rows of that shard, which read it through Citus
+/// on this node, see the row (docs/citus.md). As the table's owner.
+pub(super) fn claim_shard_band_rows(
+    cfg: &Index,
+    (shard, owner, ext): (Shard, pg_sys::Oid, Extension),
+    (id, tenant): (&Id, &Id),
+    keys: &[i64],
+    sketch: BandSketch,
+) {
+    // SAFETY: as for `claim_band_rows`.
+    unsafe {
+        let band = BandTable::open_shard(cfg, shard, owner, ext);
+        band.claim(id, Some(tenant), keys, sketch);
     }
 }
 
@@ -69,6 +85,8 @@ pub(super) struct BandTable {
     pub(super) rel: pg_sys::Relation,
     /// The type of its id column.
     key: KeyType,
+    /// Of a table distributed by a tenant, the type of its tenant column.
+    tenant: Option<KeyType>,
     format: BandFormat,
     bands: usize,
 }
@@ -89,16 +107,12 @@ impl BandTable {
         ext: Extension,
     ) -> BandTable {
         let altered = |why: &str| -> ! {
-            raise(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            altered_band_table(
+                tbl,
                 format!(
-                    "the band table of {} is not the plain table minhash_index_create() made",
-                    regclass_name(tbl)
-                ),
-                Some(format!(
                     "It {why}. Undo that, or drop the index with minhash_index_drop() and \
                      create it again."
-                )),
+                ),
             )
         };
         // SAFETY: opening by OID; NULL if the relation is gone. The relation's cached catalog
@@ -146,9 +160,17 @@ impl BandTable {
             if !(*desc).constr.is_null() && (*(*desc).constr).num_check != 0 {
                 altered("has CHECK constraints");
             }
-            // (a dropped column stays in the descriptor)
-            let live: Vec<_> = columns.iter().filter(|a| !a.attisdropped).collect();
+            // (a dropped column stays in the descriptor; the tenant column of a table
+            // distributed by a tenant may stand anywhere: a change of format adds the others
+            // after it)
+            type Attribute<'a> = &'a pg_sys::FormData_pg_attribute;
+            let plain = |a: &Attribute| a.attidentity == 0 && a.attgenerated == 0;
+            let (tenant, live): (Vec<Attribute>, Vec<Attribute>) = columns
+                .iter()
+                .filter(|a| !a.attisdropped)
+                .partition(|a| pgrx::name_data_to_str(&a.attname) == "tenant");
             let expected = cfg.def.format.columns(cfg.def.banding.bands);
+            let tenant_type = cfg.def.tenant.as_ref().map(|t| t.key.oid);
             // (the id in its key type, bigint for integer keys)
             let same_columns = live.len() == expected.len()
                 && live.iter().zip(&expected).all(|(a, name)| {
@@ -158,20 +180,28 @@ impl BandTable {
                         } else {
                             pg_sys::INT8OID
                         }
-                        && a.attidentity == 0
-                        && a.attgenerated == 0
+                        && plain(a)
                         && pgrx::name_data_to_str(&a.attname) == name
-                });
+                })
+                && tenant.iter().map(|a| a.atttypid).collect::<Vec<_>>()
+                    == tenant_type.into_iter().collect::<Vec<_>>()
+                && tenant.iter().all(plain);
             if !same_columns {
                 altered(&format!(
-                    "has other columns than ({}) of their types",
-                    expected.join(", ")
+                    "has other columns than ({}{}) of their types",
+                    expected.join(", "),
+                    if tenant_type.is_some() {
+                        ", tenant"
+                    } else {
+                        ""
+                    }
                 ));
             }
             BandTable {
                 tbl,
                 rel,
                 key: cfg.def.key,
+                tenant: cfg.def.tenant.as_ref().map(|t| t.key),
                 format: cfg.def.format,
                 bands: cfg.def.banding.bands,
             }
@@ -209,41 +239,77 @@ impl BandTable {
         unsafe { BandTable::open(cfg, band, shard.table, owner, ext) }
     }
 
-    /// A writer of new band rows; `tids`: it returns where the rows went.
-    pub(super) fn writer(&self, tids: bool) -> BandWriter {
-        BandWriter::new(self.rel, self.key, (self.format, self.bands), tids)
+    /// Writes the band rows of the row with id `id` (of tenant `tenant`, of a table distributed
+    /// by a tenant) as a claim (see `claim`), and closes the band table.
+    fn claim(self, id: &Id, tenant: Option<&Id>, keys: &[i64], sketch: BandSketch) {
+        let mut writer = self.writer(true);
+        writer.push(id, tenant, keys, sketch);
+        let tids = writer.close();
+        claim::record(self.rel, id, tids);
+        self.close();
     }
 
-    /// Deletes the band rows `(ids[i], keys[i])` and empties both vectors: of format 2, the
-    /// rows of id `ids[i]` whose first band's key is `keys[i]` (the keys of other bands find
-    /// none).
-    pub(super) fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>) {
+    /// A writer of new band rows; `tids`: it returns where the rows went.
+    pub(super) fn writer(&self, tids: bool) -> BandWriter {
+        BandWriter::new(
+            self.rel,
+            (self.key, self.tenant),
+            (self.format, self.bands),
+            tids,
+        )
+    }
+
+    /// Deletes the band rows `(ids[i], keys[i])` (of a table distributed by a tenant, of
+    /// tenant `tenants[i]`) and empties the vectors: of format 2, the rows of id `ids[i]` whose
+    /// first band's key is `keys[i]` (the keys of other bands find none).
+    pub(super) fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>, tenants: &mut Vec<Id>) {
         if self.format == BandFormat::PerRow {
-            let (kept_ids, kept_keys) = std::mem::take(ids)
-                .into_iter()
-                .zip(std::mem::take(keys))
-                .filter(|&(_, key)| band_of_key(key as u64) == 0)
-                .unzip();
-            (*ids, *keys) = (kept_ids, kept_keys);
+            let mut tenant = std::mem::take(tenants).into_iter();
+            for (id, key) in std::mem::take(ids).into_iter().zip(std::mem::take(keys)) {
+                let of = tenant.next();
+                if band_of_key(key as u64) == 0 {
+                    ids.push(id);
+                    keys.push(key);
+                    tenants.extend(of);
+                }
+            }
         }
         if ids.is_empty() {
             keys.clear();
+            tenants.clear();
             return;
         }
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         let (id_array, id_array_type) = self.key.array_arg(ids);
+        let tenant = self.tenant.map(|key| key.array_arg(tenants));
         // (the statement is kept by its text, which names the id type)
         let sql = format!(
             "DELETE FROM {band} b
-             USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2)) AS o(id, key)
-             WHERE b.{key} OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id",
+             USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2){tenants}) AS o(id, key{of})
+             WHERE b.{key} OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id{same}",
             id_array = qualified_type_name(id_array_type),
             key = self.format.key_column(0),
+            tenants = match &tenant {
+                Some((_, array_type)) => {
+                    format!(", pg_catalog.unnest($3::{})", qualified_type_name(*array_type))
+                }
+                None => String::new(),
+            },
+            of = if tenant.is_some() { ", tenant" } else { "" },
+            same = match self.tenant {
+                Some(key) => format!(" AND b.tenant {} o.tenant", equality_operator(key.oid)),
+                None => String::new(),
+            },
         );
         ids.clear();
-        let args = [id_array, std::mem::take(keys).into()];
-        let types = [id_array_type, PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
+        tenants.clear();
+        let mut args = vec![id_array, std::mem::take(keys).into()];
+        let mut types = vec![id_array_type, PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
+        if let Some((array, array_type)) = tenant {
+            args.push(array);
+            types.push(array_type);
+        }
         run_prepared(&sql, &types, &args);
     }
 
@@ -313,10 +379,14 @@ fn spi_write_failed(e: pgrx::spi::Error) -> ! {
 pub(super) struct BandWriter {
     band: pg_sys::Oid,
     key: KeyType,
+    /// Of a table distributed by a tenant, the type of the tenant column.
+    tenant: Option<KeyType>,
     format: BandFormat,
     /// The INSERT, with `RETURNING ctid` when the TIDs are wanted.
     sql: String,
     ids: Vec<Id>,
+    /// Of a table distributed by a tenant, the tenant of each row.
+    tenants: Vec<Id>,
     /// Of format 1 the key of each row; of format 2 the keys of each row, one after another.
     keys: Vec<i64>,
     sketches: [Vec<i64>; 2],
@@ -326,61 +396,89 @@ pub(super) struct BandWriter {
 
 impl BandWriter {
     /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
-    /// `key`, of format `format` with `bands` bands; `tids`: `close` returns where the rows
-    /// went (`RETURNING ctid`).
+    /// `key` (and tenants of type `tenant`, of a table distributed by a tenant), of format
+    /// `format` with `bands` bands; `tids`: `close` returns where the rows went
+    /// (`RETURNING ctid`).
     fn new(
         band: pg_sys::Relation,
-        key: KeyType,
+        (key, tenant): (KeyType, Option<KeyType>),
         (format, bands): (BandFormat, usize),
         tids: bool,
     ) -> BandWriter {
         // SAFETY: the relation is open.
         let band = unsafe { (*band).rd_id };
-        // SAFETY: a catalog lookup of the array type of an existing type.
-        let id_array = qualified_type_name(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }));
-        let returning = if tids { " RETURNING ctid" } else { "" };
+        let array_of = |key: KeyType| {
+            // SAFETY: a catalog lookup of the array type of an existing type.
+            qualified_type_name(PgOid::from(unsafe { pg_sys::get_array_type(key.oid) }))
+        };
+        let id_array = array_of(key);
+        // (a claim skips a band row the band table's unique B-tree already has, which only a
+        // Citus table's has: that of a row the statement then fails to insert, as a duplicate
+        // of its key or an INSERT ... ON CONFLICT's; the sync finds the claim incomplete and
+        // writes the row's band rows itself, or the statement releases it)
+        let returning = if tids {
+            " ON CONFLICT DO NOTHING RETURNING ctid"
+        } else {
+            ""
+        };
+        // ($5: the tenants, of a table distributed by a tenant)
+        let (tenant_column, tenants) = match tenant {
+            Some(tenant) => (
+                ", tenant",
+                format!(", pg_catalog.unnest($5::{})", array_of(tenant)),
+            ),
+            None => ("", String::new()),
+        };
         // (the statement is kept by its text, which names the id type)
         let sql = match format {
             BandFormat::PerBand => format!(
-                "INSERT INTO {} (id, key, sketch1, sketch2)
+                "INSERT INTO {} (id, key, sketch1, sketch2{tenant_column})
                  SELECT pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($4),
-                        pg_catalog.unnest($2), pg_catalog.unnest($3){returning}",
+                        pg_catalog.unnest($2), pg_catalog.unnest($3){tenants}{returning}",
                 qualified_name(band),
             ),
             // (row n's keys are $4[(n - 1) * bands + 1 ...])
             BandFormat::PerRow => format!(
-                "INSERT INTO {} ({})
-                 SELECT u.id, u.sketch1, u.sketch2, {}
+                "INSERT INTO {} ({}{tenant_column})
+                 SELECT u.id, u.sketch1, u.sketch2, {}{}
                  FROM ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2),
-                                 pg_catalog.unnest($3)) WITH ORDINALITY u(id, sketch1, sketch2, n){returning}",
+                                 pg_catalog.unnest($3){tenants})
+                      WITH ORDINALITY u(id, sketch1, sketch2{tenant_column}, n){returning}",
                 qualified_name(band),
                 format.columns(bands).join(", "),
                 (1..=bands)
                     .map(|i| format!("$4[((u.n - 1) * {bands} + {i})::pg_catalog.int4]"))
                     .collect::<Vec<_>>()
                     .join(", "),
+                if tenant.is_some() { ", u.tenant" } else { "" },
             ),
         };
         BandWriter {
             band,
             key,
+            tenant,
             format,
             sql,
             ids: Vec::new(),
+            tenants: Vec::new(),
             keys: Vec::new(),
             sketches: Default::default(),
             tids: tids.then(Vec::new),
         }
     }
 
-    /// Queues the band rows of the row with id `id`, band keys `keys` and band sketch `sketch`.
-    pub(super) fn push(&mut self, id: &Id, keys: &[i64], sketch: BandSketch) {
+    /// Queues the band rows of the row with id `id` (of a table distributed by a tenant, of
+    /// tenant `tenant`), band keys `keys` and band sketch `sketch`.
+    pub(super) fn push(&mut self, id: &Id, tenant: Option<&Id>, keys: &[i64], sketch: BandSketch) {
         let rows = match self.format {
             BandFormat::PerBand => keys.len(),
             BandFormat::PerRow => 1,
         };
         for _ in 0..rows {
             self.ids.push(id.clone());
+            if self.tenant.is_some() {
+                self.tenants.extend(tenant.cloned());
+            }
             for (column, value) in self.sketches.iter_mut().zip(sketch) {
                 column.push(value as i64);
             }
@@ -399,9 +497,14 @@ impl BandWriter {
         let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
         let [s1, s2] = std::mem::take(&mut self.sketches);
         let keys = std::mem::take(&mut self.keys);
-        let args = [ids, s1.into(), s2.into(), keys.into()];
+        let mut args = vec![ids, s1.into(), s2.into(), keys.into()];
         let int8_array = PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID);
-        let types = [id_array_type, int8_array, int8_array, int8_array];
+        let mut types = vec![id_array_type, int8_array, int8_array, int8_array];
+        if let Some(tenant) = self.tenant {
+            let (tenants, tenant_array_type) = tenant.array_arg(&std::mem::take(&mut self.tenants));
+            args.push(tenants);
+            types.push(tenant_array_type);
+        }
         let tids = &mut self.tids;
         restore::sync_writes(self.band, || {
             run_prepared_with(&self.sql, &types, &args, |mut table| {

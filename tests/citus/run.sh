@@ -12,6 +12,11 @@
 #   (texts from subqueries, CTEs, lateral joins, prepared statements in psql and psycopg,
 #   lookups made on a worker); 5,500 copies of one text stream; a whole-table search on a
 #   worker says to run it on the coordinator;
+# - a table distributed by a tenant (key (tenant, id)): kept exact; every call across tenants
+#   equals the plain table's, within a tenant (tenant => ...) the plain table's rows of that
+#   tenant (k against brute force); the duplicate trigger flags within the tenant, rows of the
+#   same INSERT, INSERT ... SELECT or COPY too; ids that repeat across tenants of one shard are
+#   each kept on their own;
 # - the duplicate trigger flags as on the plain table, but for near-duplicates written
 #   concurrently (or by the same transaction) on another worker, as documented; it refuses
 #   mode 'reject' (0A000);
@@ -366,9 +371,192 @@ SELECT check_eq('representative clusters equal',
                             EXCEPT SELECT * FROM minhash_clusters('docs', mode => 'representative', priority => 'length(body) DESC'))) x), 0);
 EOF
 echo "ok: typed (uuid) clusters and mode 'representative' equal the plain table's"
-expect_error 0A000 -c "CREATE TABLE bykey (id bigint, body text, k int, PRIMARY KEY (k, id))" \
+echo "ok: uuid keys"
+
+# A table distributed by a tenant (the usual multi-tenant shape: key (tenant, id)): indexed, its
+# band table distributed by its tenant column beside it; across tenants every call gives the
+# plain table's results (ids unique across the table here), and within a tenant (tenant => ...)
+# the plain table's rows of that tenant: lookups, k among the tenant's rows, matches, pairs and
+# clusters; the duplicate trigger checks a row within its tenant only. Then ids that repeat
+# across tenants of one shard: each row is looked up, changed and deleted on its own.
+expect_error 42P10 -c "CREATE TABLE bykey (id bigint, body text, k int, PRIMARY KEY (k, id, body))" \
     -c "SELECT create_distributed_table('bykey', 'k')" -c "SELECT minhash_index_create('bykey', 'id', 'body')"
-echo "ok: uuid keys; tables not distributed by the id refused (0A000)"
+q -v format="$FORMAT" <<'EOF'
+CREATE FUNCTION tenant_of(id bigint) RETURNS int LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN id <= 1200 OR id % 8 < 4 THEN (id % 1200) % 12 ELSE (id % 1200 + 5) % 12 END::int
+$$;
+CREATE TABLE tdocs (tenant int, id bigint, body text, dup_of bigint, PRIMARY KEY (tenant, id));
+SELECT create_distributed_table('tdocs', 'tenant', shard_count => 8);
+CREATE TABLE tdocs_local (tenant int, id bigint PRIMARY KEY, body text, dup_of bigint);
+INSERT INTO tdocs (tenant, id, body) SELECT tenant_of(id), id, body FROM corpus(1200);
+INSERT INTO tdocs_local (tenant, id, body) SELECT tenant_of(id), id, body FROM corpus(1200);
+SELECT minhash_index_create('tdocs', 'id', 'body', threshold => 0.7);
+SELECT minhash_index_create('tdocs_local', 'id', 'body', threshold => 0.7);
+SELECT check_eq('tenant: band table distributed by its tenant column, co-located',
+    (SELECT count(*) FROM pg_dist_partition p JOIN pg_dist_partition b ON b.colocationid = p.colocationid
+     WHERE p.logicalrelid = 'tdocs'::regclass AND b.logicalrelid = 'tdocs_minhash_bands'::regclass
+       AND column_to_column_name(b.logicalrelid, b.partkey) = 'tenant'), 1);
+SELECT check_eq('tenant: replica identity a unique B-tree with the tenant', count(*), 1)
+FROM pg_index x WHERE x.indrelid = 'tdocs_minhash_bands'::regclass AND x.indisreplident AND x.indisunique
+  AND x.indnkeyatts = 4 - :format;
+EOF
+check tdocs "tenant table: after create"
+for t in tdocs tdocs_local; do
+    q <<EOF
+INSERT INTO $t (tenant, id, body) VALUES (tenant_of(5001), 5001, corpus_text(17)), (tenant_of(5002), 5002, NULL);
+UPDATE $t SET body = body || ' w1 w2' WHERE id % 7 = 0;
+DELETE FROM $t WHERE id % 11 = 0;
+\copy $t (tenant, id, body) FROM program 'for i in \$(seq 6001 6050); do printf "%s\t%s\twords of a copied row\n" \$((i % 12)) \$i; done'
+EOF
+done
+check tdocs "tenant table: after writes"
+q <<'EOF'
+-- across tenants
+CREATE TEMP TABLE tpairs_d AS SELECT * FROM minhash_duplicates('tdocs');
+CREATE TEMP TABLE tpairs_l AS SELECT * FROM minhash_duplicates('tdocs_local');
+SELECT check_eq('tenant: duplicates across tenants equal',
+    (SELECT count(*) FROM ((TABLE tpairs_d EXCEPT TABLE tpairs_l) UNION ALL (TABLE tpairs_l EXCEPT TABLE tpairs_d)) x), 0);
+CREATE TEMP TABLE tpairs_t AS SELECT a.tenant AS ta, b.tenant AS tb, p.* FROM tpairs_l p
+    JOIN tdocs_local a ON a.id = p.id_a JOIN tdocs_local b ON b.id = p.id_b;
+SELECT check_eq('tenant: pairs within and across tenants',
+    (SELECT (count(*) FILTER (WHERE ta = tb) > 20 AND count(*) FILTER (WHERE ta <> tb) > 20)::int FROM tpairs_t), 1);
+SELECT check_eq('tenant: clusters across tenants equal',
+    (SELECT count(*) FROM ((SELECT * FROM minhash_clusters('tdocs') EXCEPT SELECT * FROM minhash_clusters('tdocs_local'))
+                           UNION ALL (SELECT * FROM minhash_clusters('tdocs_local') EXCEPT SELECT * FROM minhash_clusters('tdocs'))) x), 0);
+CREATE TEMP TABLE tsim_d AS SELECT g, s.* FROM generate_series(1, 60, 7) g, minhash_similar('tdocs', corpus_text(g), 0.6) s;
+CREATE TEMP TABLE tsim_l AS SELECT g, s.* FROM generate_series(1, 60, 7) g, minhash_similar('tdocs_local', corpus_text(g), 0.6) s;
+SELECT check_eq('tenant: similar across tenants equal',
+    (SELECT count(*) FROM ((TABLE tsim_d EXCEPT TABLE tsim_l) UNION ALL (TABLE tsim_l EXCEPT TABLE tsim_d)) x), 0);
+-- within each tenant: the plain table's rows of that tenant
+CREATE TEMP TABLE tper_d AS
+SELECT 'pairs' AS form, t, p.id_a, p.id_b, p.similarity FROM generate_series(0, 11) t, minhash_duplicates('tdocs', tenant => t::text) p
+UNION ALL SELECT 'similar', t, g, s.id, s.similarity FROM generate_series(0, 11) t, generate_series(1, 60, 7) g,
+    minhash_similar('tdocs', corpus_text(g), 0.6, tenant => t::text) s
+UNION ALL SELECT 'matches', t, m.probe, m.id, m.similarity FROM generate_series(0, 11) t,
+    minhash_matches('tdocs', ARRAY(SELECT corpus_text(g) FROM generate_series(1, 60, 7) g ORDER BY g), 0.6, tenant => t::text) m;
+CREATE TEMP TABLE tper_l AS
+SELECT 'pairs' AS form, p.ta AS t, p.id_a, p.id_b, p.similarity FROM tpairs_t p WHERE p.ta = p.tb
+UNION ALL SELECT 'similar', l.tenant, s.g, s.id, s.similarity FROM tsim_l s JOIN tdocs_local l USING (id)
+UNION ALL SELECT 'matches', l.tenant, (s.g + 6) / 7, s.id, s.similarity FROM tsim_l s JOIN tdocs_local l USING (id);
+SELECT check_eq('tenant: within each tenant, pairs, similar and matches equal the plain table''s rows of the tenant',
+    (SELECT count(*) FROM ((TABLE tper_d EXCEPT ALL TABLE tper_l) UNION ALL (TABLE tper_l EXCEPT ALL TABLE tper_d)) x), 0);
+SELECT check_eq('tenant: each form finds rows', (SELECT count(DISTINCT form) FROM tper_d), 3);
+-- k => 3 within each tenant (band keys, then a scan of the tenant's sketches, with the scan's
+-- guarantee: a row at the bar is missed with probability at most 1%; here the third row is at
+-- a similarity of about 0.1) against brute force over the tenant's rows (among, verified row
+-- by row on the plain table): every row of the tenant with its exact similarity, both forms
+-- alike, and at least 97% of brute force's rows
+CREATE TEMP TABLE tk_d AS SELECT t, g, s.* FROM generate_series(0, 11) t, generate_series(1, 60, 7) g,
+    minhash_similar('tdocs', corpus_text(g), k => 3, tenant => t::text) s;
+CREATE TEMP TABLE tk_l AS SELECT t, g, s.* FROM generate_series(0, 11) t, generate_series(1, 60, 7) g,
+    minhash_similar('tdocs_local', corpus_text(g), k => 3, among => ARRAY(SELECT id FROM tdocs_local WHERE tenant = t)) s;
+SELECT check_eq('tenant: k => 3 in each tenant', (SELECT count(*) FROM tk_d), 12 * 9 * 3);
+SELECT check_eq('tenant: k => 3 typed as untyped',
+    (SELECT count(*) FROM ((SELECT t, g, s.* FROM generate_series(0, 11) t, generate_series(1, 60, 7) g,
+                                   minhash_similar('tdocs', corpus_text(g), NULL::bigint, k => 3, tenant => t::text) s
+                            EXCEPT TABLE tk_d)
+                           UNION ALL (TABLE tk_d EXCEPT SELECT t, g, s.* FROM generate_series(0, 11) t, generate_series(1, 60, 7) g,
+                                   minhash_similar('tdocs', corpus_text(g), NULL::bigint, k => 3, tenant => t::text) s)) x), 0);
+SELECT check_eq('tenant: k => 3 rows of the tenant, exact similarities',
+    (SELECT count(*) FROM tk_d k JOIN tdocs_local l USING (id)
+     WHERE l.tenant <> k.t OR abs(k.similarity - jaccard(l.body, corpus_text(k.g))) > 1e-12), 0);
+SELECT check_eq('tenant: k => 3 finds at least 97% of brute force''s rows (found of 324: '
+                || (SELECT count(*) FROM tk_l JOIN tk_d USING (t, g, id)) || ')',
+    (SELECT (100 * count(*) >= 97 * (SELECT count(*) FROM tk_l))::int FROM tk_l JOIN tk_d USING (t, g, id)), 1);
+-- clusters of one tenant: the connected components of its pairs
+WITH clu AS (SELECT g.tn, c.* FROM generate_series(0, 11) g(tn), minhash_clusters('tdocs', tenant => g.tn::text) c),
+     comp AS (SELECT g.tn, c.* FROM generate_series(0, 11) g(tn),
+              minhash_components(ARRAY(SELECT p.id_a FROM tper_l p WHERE p.form = 'pairs' AND p.t = g.tn ORDER BY p.id_a, p.id_b),
+                                 ARRAY(SELECT p.id_b FROM tper_l p WHERE p.form = 'pairs' AND p.t = g.tn ORDER BY p.id_a, p.id_b)) c)
+SELECT check_eq('tenant: clusters within each tenant equal the components of its pairs',
+    (SELECT count(*) FROM ((TABLE clu EXCEPT TABLE comp) UNION ALL (TABLE comp EXCEPT TABLE clu)) x), 0);
+EOF
+# A lookup within a tenant reads one shard.
+q -c "EXPLAIN (COSTS OFF) SELECT b.id FROM tdocs_minhash_bands b WHERE b.$key_column = ANY ('{1,2}'::int8[]) AND b.tenant = 3" \
+    | grep -q "Task Count: 1"
+expect_error 22023 -c "SELECT * FROM minhash_similar('docs', 'some text', tenant => '1')"
+expect_error 22023 -c "SELECT * FROM minhash_duplicates('docs', tenant => '1')"
+expect_error 22P02 -c "SELECT * FROM minhash_similar('tdocs', 'some text', tenant => 'x')"
+echo "ok: a table distributed by a tenant: created, kept exact, and across and within tenants equal to the plain table's rows (similar, k, matches, duplicates, clusters); a lookup within a tenant reads one shard"
+
+# The duplicate trigger on a table distributed by a tenant checks a row against its tenant's
+# rows: each flag is the smallest id of the rows of the same tenant written before it that the
+# plain table finds at 0.7 (rows of other tenants never); 'reject' is refused.
+q -c "SET citus.enable_unsafe_triggers = on" \
+  -c "CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON tdocs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of')" >/dev/null
+for i in $(seq 1 40); do
+    j=$((i * 29 % 1200 + 1))
+    echo "INSERT INTO tdocs (tenant, id, body) VALUES ($(( i % 3 == 0 ? (j + 1) % 12 : j % 12 )), $((7000 + i)), corpus_text($j) || ' w7');"
+done | q >/dev/null
+q -c "INSERT INTO tdocs_local SELECT * FROM tdocs WHERE id > 7000" >/dev/null
+q <<'EOF'
+SELECT check_eq('tenant: flags are the plain table''s within the tenant',
+    (SELECT count(*) FROM tdocs_local x
+     WHERE x.id > 7000 AND x.dup_of IS DISTINCT FROM (
+         SELECT min(s.id) FROM minhash_similar('tdocs_local', x.body, 0.7,
+             among => ARRAY(SELECT l.id FROM tdocs_local l WHERE l.tenant = x.tenant AND l.id < x.id)) s)), 0);
+SELECT check_eq('tenant: rows flagged', (SELECT (count(dup_of) >= 10)::int FROM tdocs WHERE id > 7000), 1);
+SELECT check_eq('tenant: no flag names a row of another tenant',
+    (SELECT count(*) FROM tdocs x WHERE x.dup_of IS NOT NULL
+       AND NOT EXISTS (SELECT FROM tdocs y WHERE y.tenant = x.tenant AND y.id = x.dup_of)), 0);
+EOF
+# Rows one statement inserts within a tenant see each other, as on one node (the check writes
+# a row's band rows before it looks, and the shard's later rows read them on the same node):
+# INSERT ... SELECT, multi-row VALUES and COPY; a near-duplicate in another tenant is not a
+# duplicate.
+q <<'EOF'
+INSERT INTO tdocs (tenant, id, body) SELECT 5, 8000 + g, corpus_text(20000 + g / 3) || repeat(' w8', g % 3) FROM generate_series(0, 29) g;
+INSERT INTO tdocs (tenant, id, body) VALUES (6, 8100, corpus_text(20100)), (6, 8101, corpus_text(20100) || ' w8'), (7, 8102, corpus_text(20100));
+SELECT check_eq('tenant: INSERT ... SELECT: rows flagged as duplicates of the statement''s earlier rows',
+    (SELECT count(*) FROM tdocs WHERE id BETWEEN 8000 AND 8029
+       AND dup_of IS NOT DISTINCT FROM CASE WHEN (id - 8000) % 3 <> 0 THEN id - (id - 8000) % 3 END), 30);
+SELECT check_eq('tenant: multi-row VALUES: flagged within the tenant only',
+    (SELECT string_agg(id || ':' || coalesce(dup_of::text, '-'), ' ' ORDER BY id) = '8100:- 8101:8100 8102:-'
+     FROM tdocs WHERE id BETWEEN 8100 AND 8102)::int, 1);
+EOF
+# (an UPDATE makes no claim, docs/citus.md: two rows one UPDATE makes near-duplicates are not
+# flagged; a row updated to a near-duplicate of another is)
+q -c "UPDATE tdocs SET body = corpus_text(20300) || repeat(' w8', (id % 3)::int), dup_of = NULL WHERE tenant = 5 AND id IN (8000, 8001)" \
+  -c "SELECT check_eq('tenant: multi-row UPDATE: its rows do not see each other',
+          (SELECT count(*) FROM tdocs WHERE tenant = 5 AND id IN (8000, 8001) AND dup_of IS NOT NULL), 0)" \
+  -c "UPDATE tdocs SET body = corpus_text(20300) || ' w9 w9 w9' WHERE tenant = 5 AND id = 8003" \
+  -c "SELECT check_eq('tenant: a row updated to a near-duplicate is flagged',
+          (SELECT dup_of FROM tdocs WHERE tenant = 5 AND id = 8003), 8000)" >/dev/null
+# An INSERT of a key that exists fails on the table's key, not on the band table's; an upsert
+# to a near-duplicate text works.
+out=$(q -c "INSERT INTO tdocs (tenant, id, body) VALUES (5, 8004, corpus_text(20001))" 2>&1 || true)
+grep -q 'duplicate key value violates unique constraint "tdocs_pkey' <<<"$out" \
+    || { echo "an INSERT of an existing key: $out" >&2; exit 1; }
+q -c "INSERT INTO tdocs (tenant, id, body) VALUES (5, 8004, corpus_text(20001) || ' w9'), (5, 8300, corpus_text(20001) || ' w9')
+      ON CONFLICT (tenant, id) DO UPDATE SET body = EXCLUDED.body" \
+  -c "SELECT check_eq('tenant: upsert: the new row flagged as a duplicate of the row the statement updated',
+          (SELECT dup_of FROM tdocs WHERE tenant = 5 AND id = 8300), 8004)" >/dev/null
+q -c "\copy tdocs (tenant, id, body) FROM program 'for i in 1 2 3; do printf \"8\t%s\tone text copied three times\n\" \$((8200 + i)); done'" >/dev/null
+q -c "SELECT check_eq('tenant: COPY: rows flagged as duplicates of the first',
+          (SELECT count(*) FROM tdocs WHERE id IN (8202, 8203) AND dup_of = 8201), 2)" >/dev/null
+expect_error 0A000 -c "BEGIN" -c "SET LOCAL citus.enable_unsafe_triggers = on" \
+    -c "CREATE TRIGGER rej BEFORE INSERT ON tdocs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of', 0.7, 'reject')" \
+    -c "INSERT INTO tdocs (tenant, id, body) VALUES (1, 7999, 'a text to reject')"
+check tdocs "tenant table: after flagged inserts"
+echo "ok: the duplicate trigger flags within the tenant, as the plain table's rows of the tenant, rows one INSERT ... SELECT, VALUES or COPY wrote too (not an UPDATE's, as documented), upserts; 'reject' refused (0A000)"
+
+# Ids that repeat across two tenants of one shard: each row is found within its tenant, and
+# changing or deleting one leaves the other's band rows alone.
+read -r ta tb < <(q -F ' ' -c "SELECT a.t, b.t FROM generate_series(100, 200) a(t), generate_series(100, 200) b(t)
+    WHERE a.t < b.t AND get_shard_id_for_distribution_column('tdocs', a.t) = get_shard_id_for_distribution_column('tdocs', b.t)
+    ORDER BY 1, 2 LIMIT 1")
+q <<EOF
+INSERT INTO tdocs (tenant, id, body) VALUES ($ta, 1, corpus_text(9001)), ($tb, 1, corpus_text(9001) || ' w5');
+SELECT check_eq('repeated id: found within each tenant',
+    (SELECT count(*) FROM minhash_similar('tdocs', corpus_text(9001), 0.99, tenant => '$ta'))
+    + (SELECT count(*) FROM minhash_similar('tdocs', corpus_text(9001) || ' w5', 0.99, tenant => '$tb')), 2);
+UPDATE tdocs SET body = corpus_text(9002) WHERE tenant = $ta AND id = 1;
+DELETE FROM tdocs WHERE tenant = $ta AND id = 1;
+SELECT check_eq('repeated id: the other tenant''s row still found',
+    (SELECT count(*) FROM minhash_similar('tdocs', corpus_text(9001), 0.9, tenant => '$tb')), 1);
+EOF
+check tdocs "tenant table: ids repeated across tenants of one shard"
+echo "ok: ids repeated across tenants of one shard: found, changed and deleted each on its own"
 
 # A crowded bucket: 5,500 copies of one text (15,121,750 pairs), searched through Citus. The
 # search streams: LIMIT stops it early, and the count is every pair.
