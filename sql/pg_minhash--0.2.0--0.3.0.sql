@@ -1194,6 +1194,12 @@ DROP FUNCTION @extschema@.minhash_clusters(regclass, float8, text, text);
 DROP FUNCTION @extschema@.minhash_clusters(regclass, anyelement, float8, text, text);
 DROP FUNCTION minhash_internal._minhash_rows_sql(@extschema@.minhash_indexes, boolean, boolean, text);
 -- (of a Citus table distributed by a tenant, the rows of one tenant: docs/citus.md)
+CREATE FUNCTION minhash_internal."_minhash_equality_operator"(
+	"typ" oid /* pgrx::pg_sys::Oid */
+) RETURNS TEXT /* alloc::string::String */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_equality_operator_wrapper';
 CREATE FUNCTION minhash_internal._minhash_tenant_filter(cfg @extschema@.minhash_indexes, tenant text)
 RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -1209,11 +1215,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'tenant applies to a table distributed by another column than the id (docs/citus.md).';
     END IF;
-    RETURN format(' AND d.%I = %L::%s', col, tenant,
-                  (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                   WHERE a.attrelid = cfg.tbl AND a.attname = col));
+    -- (compared by the equality of the type's default B-tree operator class and read without
+    -- the column's type modifier, as minhash_similar reads it)
+    RETURN (SELECT format(' AND d.%I %s %L::%s', col,
+                          minhash_internal._minhash_equality_operator(a.atttypid), tenant,
+                          format_type(a.atttypid, NULL))
+            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attname = col);
 END $$;
-
 
 CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
     typed boolean, ordered boolean, priority text, tenant text)
@@ -1511,10 +1519,13 @@ DECLARE
          FROM pg_class c WHERE c.oid = cfg.band_table),
         extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
+    -- (of a table distributed by a tenant, a row is its id and tenant: ids repeat across tenants)
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
         groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s b GROUP BY b.key
-                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id',
-                         minhash_internal._minhash_band_rows_of(cfg));
+                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id%2$s',
+                         minhash_internal._minhash_band_rows_of(cfg),
+                         CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
+                              THEN ', b.tenant' ELSE '' END);
     END IF;
     -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
     stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
@@ -1538,7 +1549,6 @@ BEGIN
     RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
                         (stats ->> 3)::bigint, stats -> 4;
 END $$;
-
 -- Every indexed table, and every table of an indexed partition tree, gets the claim trigger
 -- "~minhash_sync_claim" beside its sync triggers: an UPDATE that a duplicate check does not
 -- fire on claims its new text's band rows at once (src/index/sync.rs, claim_update).

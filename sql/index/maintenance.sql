@@ -105,10 +105,13 @@ DECLARE
          FROM pg_class c WHERE c.oid = cfg.band_table),
         extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
 BEGIN
+    -- (of a table distributed by a tenant, a row is its id and tenant: ids repeat across tenants)
     IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
         groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s b GROUP BY b.key
-                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id',
-                         minhash_internal._minhash_band_rows_of(cfg));
+                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id%2$s',
+                         minhash_internal._minhash_band_rows_of(cfg),
+                         CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
+                              THEN ', b.tenant' ELSE '' END);
     END IF;
     -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
     stats := minhash_internal._minhash_as_owner(cfg.tbl, format(

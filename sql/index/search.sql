@@ -3,7 +3,7 @@
 -- function users call.
 
 -- The condition ` AND d.<tenant column> = '<tenant>'::<its type>` that keeps the rows of tenant
--- `tenant` (text, read as a cast of it would) of the Citus table distributed by a tenant whose
+-- `tenant` (text, read as a cast to the type would) of the Citus table distributed by a tenant whose
 -- index `cfg` is (docs/citus.md); '' for a NULL tenant; 22023 for a table not distributed by a
 -- tenant.
 CREATE FUNCTION minhash_internal._minhash_tenant_filter(cfg @extschema@.minhash_indexes, tenant text)
@@ -21,9 +21,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'tenant applies to a table distributed by another column than the id (docs/citus.md).';
     END IF;
-    RETURN format(' AND d.%I = %L::%s', col, tenant,
-                  (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                   WHERE a.attrelid = cfg.tbl AND a.attname = col));
+    -- (compared by the equality of the type's default B-tree operator class and read without
+    -- the column's type modifier, as minhash_similar reads it)
+    RETURN (SELECT format(' AND d.%I %s %L::%s', col,
+                          minhash_internal._minhash_equality_operator(a.atttypid), tenant,
+                          format_type(a.atttypid, NULL))
+            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attname = col);
 END $$;
 
 -- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row

@@ -136,6 +136,25 @@ impl Tenant {
             key: KeyType::of(stored),
         })
     }
+
+    /// The attribute number of the tenant column in relation `rel` (a shard of the table) with
+    /// descriptor `tupdesc`: 42703 if it is gone, 42804 unless it is of the type the band table
+    /// stores (a shard is input too: its owner may alter it on a worker).
+    pub(super) fn attribute(&self, tupdesc: pg_sys::TupleDesc, rel: pg_sys::Oid) -> usize {
+        let (attno, typid, _) = column(tupdesc, rel, &self.column, COLUMNS_HINT);
+        if typid != self.key.oid {
+            raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!(
+                    "tenant column \"{}\" of {} is not of the type the minhash index stores",
+                    self.column,
+                    regclass_name(rel)
+                ),
+                Some(COLUMNS_HINT.into()),
+            );
+        }
+        attno
+    }
 }
 
 impl IndexDef {

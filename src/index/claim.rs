@@ -42,8 +42,9 @@ struct Claim {
     depth: i32,
 }
 
-/// This transaction's open claims, by band table and id, oldest first.
-type Claims = HashMap<(pg_sys::Oid, Id), Vec<Claim>>;
+/// This transaction's open claims, by band table, id and (of a Citus table distributed by a
+/// tenant, whose ids repeat across the tenants of one shard) tenant, oldest first.
+type Claims = HashMap<(pg_sys::Oid, Id, Option<Id>), Vec<Claim>>;
 
 thread_local! {
     static CLAIMS: RefCell<Claims> = RefCell::new(HashMap::new());
@@ -52,8 +53,12 @@ thread_local! {
 }
 
 /// Records that the band rows at `tids` of the open band table `band` were written for the row
-/// with id `id`.
-pub(super) fn record(band: pg_sys::Relation, id: &Id, tids: Vec<pg_sys::ItemPointerData>) {
+/// with id `id` (of tenant `tenant`, of a table distributed by a tenant).
+pub(super) fn record(
+    band: pg_sys::Relation,
+    (id, tenant): (&Id, Option<&Id>),
+    tids: Vec<pg_sys::ItemPointerData>,
+) {
     if !CALLBACKS_REGISTERED.replace(true) {
         // SAFETY: registered once per backend; the callbacks only touch `CLAIMS` and relations
         // of the current transaction.
@@ -74,21 +79,24 @@ pub(super) fn record(band: pg_sys::Relation, id: &Id, tids: Vec<pg_sys::ItemPoin
     };
     CLAIMS.with_borrow_mut(|claims| {
         capacity::reserve_map(claims, 1, "claimed rows").unwrap_or_else(|e| e.fail());
-        let same = claims.entry((oid, id.clone())).or_default();
+        let same = claims
+            .entry((oid, id.clone(), tenant.cloned()))
+            .or_default();
         capacity::push(same, claim, "claimed rows").unwrap_or_else(|e| e.fail());
     });
 }
 
 /// Whether this transaction has open claims on band table `band`.
 pub(super) fn any(band: pg_sys::Oid) -> bool {
-    CLAIMS.with_borrow(|claims| claims.keys().any(|&(b, _)| b == band))
+    CLAIMS.with_borrow(|claims| claims.keys().any(|&(b, _, _)| b == band))
 }
 
-/// For an INSERT's row with id `id` whose band rows are `rows`: true if the latest claim of that
-/// id holds exactly those rows, still live, which then stay as the row's band rows; false
-/// otherwise (after releasing that claim, if there was one), and the caller writes them.
-pub(super) fn take(band: pg_sys::Relation, id: &Id, rows: &mut [BandRow]) -> bool {
-    let Some(claim) = remove_latest(band, id) else {
+/// For an INSERT's row with id `id` (of tenant `tenant`) whose band rows are `rows`: true if the
+/// latest claim of that id (and tenant) holds exactly those rows, still live, which then stay
+/// as the row's band rows; false otherwise (after releasing that claim, if there was one), and
+/// the caller writes them.
+pub(super) fn take(band: pg_sys::Relation, row: (&Id, Option<&Id>), rows: &mut [BandRow]) -> bool {
+    let Some(claim) = remove_latest(band, row) else {
         return false;
     };
     let mut live = Vec::new();
@@ -117,10 +125,11 @@ pub(super) fn take(band: pg_sys::Relation, id: &Id, rows: &mut [BandRow]) -> boo
     false
 }
 
-/// Deletes the rows of the latest claim of id `id` on the open band table `band`, if any (the
-/// row it was made for is written by an UPDATE, whose band rows the sync trigger rewrites).
-pub(super) fn release(band: pg_sys::Relation, id: &Id) {
-    if let Some(claim) = remove_latest(band, id) {
+/// Deletes the rows of the latest claim of id `id` (of tenant `tenant`) on the open band table
+/// `band`, if any (the row it was made for is written by an UPDATE, whose band rows the sync
+/// trigger rewrites).
+pub(super) fn release(band: pg_sys::Relation, row: (&Id, Option<&Id>)) {
+    if let Some(claim) = remove_latest(band, row) {
         // SAFETY: `band` is open with RowExclusiveLock.
         unsafe { delete_live(band, &claim) };
     }
@@ -135,7 +144,7 @@ pub(super) fn release_statement(band: pg_sys::Relation) {
     let depth = trigger_depth();
     let left: Vec<Claim> = CLAIMS.with_borrow_mut(|claims| {
         let mut left = Vec::new();
-        claims.retain(|&(b, _), same| {
+        claims.retain(|&(b, _, _), same| {
             if b == oid {
                 let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(same)
                     .into_iter()
@@ -180,23 +189,24 @@ unsafe fn check_file(band: pg_sys::Relation, claim: &Claim) {
     }
 }
 
-/// Deletes the rows of every claim of id `id` on the open band table `band`.
+/// Deletes the rows of every claim of id `id` on the open band table `band` (of a table not
+/// distributed by a tenant).
 pub(super) fn release_all(band: pg_sys::Relation, id: &Id) {
-    while let Some(claim) = remove_latest(band, id) {
+    while let Some(claim) = remove_latest(band, (id, None)) {
         // SAFETY: `band` is open with RowExclusiveLock.
         unsafe { delete_live(band, &claim) };
     }
 }
 
-/// Removes the latest claim of `id` on `band` from the list.
-fn remove_latest(band: pg_sys::Relation, id: &Id) -> Option<Claim> {
+/// Removes the latest claim of `id` (of tenant `tenant`) on `band` from the list.
+fn remove_latest(band: pg_sys::Relation, (id, tenant): (&Id, Option<&Id>)) -> Option<Claim> {
     // SAFETY: `band` is open.
-    let oid = unsafe { (*band).rd_id };
+    let key = (unsafe { (*band).rd_id }, id.clone(), tenant.cloned());
     CLAIMS.with_borrow_mut(|claims| {
-        let same = claims.get_mut(&(oid, id.clone()))?;
+        let same = claims.get_mut(&key)?;
         let claim = same.pop();
         if same.is_empty() {
-            claims.remove(&(oid, id.clone()));
+            claims.remove(&key);
         }
         claim
     })

@@ -454,9 +454,9 @@ fn check(
     };
     // (of a table distributed by a tenant, the new row's: the check is within it)
     let tenant = cfg.def.tenant.as_ref().and_then(|tenant| {
-        let (attno, typid, _) = column(tupdesc, fired_on, &tenant.column, COLUMNS_HINT);
-        // SAFETY: the attribute number and type come from this tuple's descriptor.
-        unsafe { tuple_id(tuple, tupdesc, attno, typid, tenant.key) }
+        let attno = tenant.attribute(tupdesc, fired_on);
+        // SAFETY: the attribute is of the tenant's type (checked), in this tuple's descriptor.
+        unsafe { tuple_id(tuple, tupdesc, attno, tenant.key.oid, tenant.key) }
     });
     let entry = doc.and_then(|doc| band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding));
     let conflicts = match (doc, &entry) {

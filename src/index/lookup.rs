@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{PgBuiltInOids, PgOid};
+use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
@@ -20,6 +20,8 @@ use crate::core::sketch::{
     equal_bits, min_equal_bits, BandSketch, BAND_SKETCH_BITS, LOOKUP_SKETCH_MISS_PROBABILITY,
 };
 use crate::pg::backend::interrupts;
+use crate::pg::error::raise;
+use crate::pg::names::regclass_name;
 
 use super::access::Index;
 use super::band::band_entry;
@@ -351,13 +353,24 @@ fn band_candidates(
 }
 
 /// Tenant `tenant` as an SPI argument of the queries of `cfg.tenant_sql`, and its type; None
-/// without a tenant or such queries.
+/// without a tenant (55000 for an index with a tenant but no such queries).
 fn tenant_arg(
     cfg: &Index,
     tenant: Option<&Id>,
 ) -> Option<(pgrx::datum::DatumWithOid<'static>, PgOid)> {
     let key = cfg.def.tenant.as_ref()?.key;
-    let tenant = tenant.filter(|_| cfg.tenant_sql.is_some())?;
+    let tenant = tenant?;
+    // (a band table no longer a Citus table beside its table would read every tenant's rows)
+    if cfg.tenant_sql.is_none() {
+        raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the band table of {} is not distributed beside its table",
+                regclass_name(cfg.def.tbl)
+            ),
+            Some("Drop the index with minhash_index_drop() and create it again.".into()),
+        );
+    }
     // SAFETY: a datum of the tenant column's type, made just now.
     let arg = unsafe { pgrx::datum::DatumWithOid::new(key.datum(tenant), key.oid) };
     Some((arg, PgOid::from(key.oid)))

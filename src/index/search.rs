@@ -10,7 +10,7 @@ use crate::core::params::ClusterMode;
 use crate::pg::backend::interrupts;
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
-use crate::pg::names::type_name;
+use crate::pg::names::{equality_operator, type_name};
 
 use super::owner;
 use super::params::index_params;
@@ -18,6 +18,14 @@ use super::spi::{for_each_text_row, spi_failed};
 
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;
+
+/// `OPERATOR(schema.=)`, the equality of the default B-tree operator class of type `typ`
+/// (`names::equality_operator`): what the whole-table searches of one tenant compare the
+/// tenant column with (`_minhash_tenant_filter`), as the lookups do.
+#[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_equality_operator(typ: pg_sys::Oid) -> String {
+    equality_operator(typ)
+}
 
 /// Internal to `minhash_duplicates`: every verified pair among the `(id bigint, text)` rows of
 /// `rows_query` (run with the caller's rights), ordered by `(id_a, id_b)`. The pairs are made

@@ -38,7 +38,6 @@ use crate::core::capacity;
 use crate::core::sketch::BandSketch;
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
-use crate::pg::tuple::column;
 
 use super::access::Index;
 use super::band::{band_entry, band_row};
@@ -52,7 +51,7 @@ use super::owner::as_owner;
 use super::prepared::with_prepared;
 use super::restore;
 use super::spi::for_each_text_row;
-use super::text::{utf8, TextReader, COLUMNS_HINT};
+use super::text::{utf8, TextReader};
 use super::trigger::{claim_trigger_name, ClaimName};
 use super::write::{claim_band_rows, BandTable, INSERT_BATCH};
 
@@ -542,10 +541,8 @@ impl TransitionRows {
             let tbl = (*data.tg_relation).rd_id;
             let text = cfg.def.text.reader(tbl, tupdesc);
             let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, tbl);
-            let tenant = cfg.def.tenant.as_ref().map(|tenant| {
-                let (attno, _, _) = column(tupdesc, tbl, &tenant.column, COLUMNS_HINT);
-                (attno as c_int, tenant.key)
-            });
+            let tenant = (cfg.def.tenant.as_ref())
+                .map(|tenant| (tenant.attribute(tupdesc, tbl) as c_int, tenant.key));
             let slots = tables.map(|rows| {
                 if rows.is_null() {
                     return std::ptr::null_mut();
@@ -689,10 +686,11 @@ unsafe fn insert_band_rows(
             if claimed {
                 rows.clear();
                 rows.extend(keys.iter().map(|&key| band_row(id, key, sketch)));
-                if pairs.is_none() && claim::take(band.rel, id, &mut rows) {
+                let claimed_row = (id, row.tenant.as_ref());
+                if pairs.is_none() && claim::take(band.rel, claimed_row, &mut rows) {
                     return;
                 }
-                claim::release(band.rel, id);
+                claim::release(band.rel, claimed_row);
             }
             writer.push(id, row.tenant.as_ref(), &keys, sketch);
         });

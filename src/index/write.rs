@@ -74,7 +74,7 @@ pub(super) fn withdraw_claim(
     // SAFETY: as for `claim_band_rows`.
     unsafe {
         let band = BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext);
-        claim::release(band.rel, id);
+        claim::release(band.rel, (id, None));
         band.close();
     }
 }
@@ -245,7 +245,7 @@ impl BandTable {
         let mut writer = self.writer(true);
         writer.push(id, tenant, keys, sketch);
         let tids = writer.close();
-        claim::record(self.rel, id, tids);
+        claim::record(self.rel, (id, tenant), tids);
         self.close();
     }
 

@@ -554,9 +554,38 @@ UPDATE tdocs SET body = corpus_text(9002) WHERE tenant = $ta AND id = 1;
 DELETE FROM tdocs WHERE tenant = $ta AND id = 1;
 SELECT check_eq('repeated id: the other tenant''s row still found',
     (SELECT count(*) FROM minhash_similar('tdocs', corpus_text(9001), 0.9, tenant => '$tb')), 1);
+-- one statement writing the same id and text in both tenants, one row skipped (its key exists):
+-- each check's band rows are its own tenant's (claims are by tenant)
+INSERT INTO tdocs (tenant, id, body) VALUES ($ta, 1, corpus_text(9001) || ' w5'), ($tb, 1, corpus_text(9001) || ' w5')
+    ON CONFLICT DO NOTHING;
+SELECT check_eq('repeated id: the row written in one statement with its skipped twin is found',
+    (SELECT count(*) FROM minhash_similar('tdocs', corpus_text(9001) || ' w5', 0.99, tenant => '$ta')), 1);
+-- an upsert that updates one tenant's row and inserts the other's, of near-duplicate texts
+DELETE FROM tdocs WHERE tenant = $ta AND id = 1;
+INSERT INTO tdocs (tenant, id, body) VALUES ($tb, 1, corpus_text(9003)), ($ta, 1, corpus_text(9003) || ' w5')
+    ON CONFLICT (tenant, id) DO UPDATE SET body = EXCLUDED.body;
+SELECT check_eq('stats: rows indexed, ids repeated across tenants counted per tenant',
+    (SELECT rows_indexed FROM minhash_index_stats('tdocs')),
+    (SELECT count(*) FROM tdocs WHERE body IS NOT NULL AND body <> ''));
 EOF
 check tdocs "tenant table: ids repeated across tenants of one shard"
-echo "ok: ids repeated across tenants of one shard: found, changed and deleted each on its own"
+echo "ok: ids repeated across tenants of one shard: found, changed, deleted and claimed each on its own; stats count them apart"
+
+# A shard whose tenant column its owner altered on a worker (Citus lets a session change a
+# shard by hand): a write there is refused (42804), nothing is read as the wrong type.
+q -c "CREATE TABLE tbroken (tenant text, id bigint, body text, PRIMARY KEY (tenant, id))" \
+  -c "SELECT create_distributed_table('tbroken', 'tenant', shard_count => 2)" \
+  -c "SELECT minhash_index_create('tbroken', 'id', 'body')" >/dev/null
+read -r bnode bshard < <(q -F ' ' -c "SELECT p.nodeport - $CITUS_PORT, 'tbroken_' || s.shardid FROM pg_dist_shard s
+    JOIN pg_dist_shard_placement p USING (shardid) WHERE s.logicalrelid = 'tbroken'::regclass ORDER BY s.shardid LIMIT 1")
+out=$(citus_psql "$bnode" -qAt -v VERBOSITY=verbose -c "SET citus.enable_manual_changes_to_shards = on" \
+    -c "ALTER TABLE $bshard ALTER COLUMN tenant TYPE int USING 0" \
+    -c "INSERT INTO $bshard (tenant, id, body) VALUES (5, 1, 'a text of a row')" 2>&1 || true)
+grep -Eq "ERROR:  42804: tenant column \"tenant\" of (public\.)?$bshard is not of the type the minhash index stores" <<<"$out" \
+    || { echo "a write to a shard with an altered tenant column: $out" >&2; exit 1; }
+citus_psql "$bnode" -qAt -c "SELECT 1" >/dev/null
+q -c "DROP TABLE tbroken" >/dev/null
+echo "ok: a shard whose tenant column was altered by hand refuses writes (42804)"
 
 # A crowded bucket: 5,500 copies of one text (15,121,750 pairs), searched through Citus. The
 # search streams: LIMIT stops it early, and the count is every pair.
