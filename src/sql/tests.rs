@@ -231,7 +231,7 @@ mod tests {
              'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads',
              '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters',
              '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql',
-             '_minhash_check_indexable'";
+             '_minhash_check_indexable', '_minhash_equality_operator'";
         let table_writers = "'_minhash_as_owner', '_minhash_link_band_table'";
         // (progress: volatile, its counter kept by the one backend that reads)
         let counters = "'_minhash_progress'";
