@@ -119,3 +119,16 @@ SELECT minhash_index_create('quick', 'id', 'body') IS NOT NULL AS created;
 SELECT relpersistence FROM pg_class WHERE oid = 'quick_minhash_bands'::regclass;
 SELECT * FROM minhash_index_check('quick');
 DROP TABLE quick;
+
+-- tenant => on a table that is not a Citus table distributed by a tenant: 22023, in every
+-- function that takes it (tests/citus/run.sh tests tables that are).
+CREATE TABLE untenanted (id int PRIMARY KEY, body text);
+INSERT INTO untenanted VALUES (1, 'a row of a table with no tenant');
+SELECT minhash_index_create('untenanted', 'id', 'body') IS NOT NULL AS created;
+SELECT try($$SELECT count(*) FROM minhash_similar('untenanted', 'a row', tenant => '1')$$);
+SELECT try($$SELECT count(*) FROM minhash_similar('untenanted', 'a row', NULL::int, tenant => '1')$$);
+SELECT try($$SELECT count(*) FROM minhash_matches('untenanted', ARRAY['a row'], tenant => '1')$$);
+SELECT try($$SELECT count(*) FROM minhash_duplicates('untenanted', tenant => '1')$$);
+SELECT try($$SELECT count(*) FROM minhash_clusters('untenanted', tenant => '1')$$);
+SELECT count(*) FROM minhash_similar('untenanted', 'a row of a table with no tenant', tenant => NULL);
+DROP TABLE untenanted;

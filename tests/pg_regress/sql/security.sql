@@ -269,6 +269,19 @@ SELECT try_detail($$INSERT INTO secrets VALUES (11, 'a', 'the launch code of ten
 RESET ROLE;
 SELECT * FROM unharmed();
 
+-- 6b. A band table its owner gives a `tenant` column (the column of a Citus table distributed
+-- by a tenant) on a table that is not one: lookups and writes refuse the index (55000), nothing
+-- is read as a tenant.
+SET ROLE regress_sec_owner;
+CREATE TABLE forged_tenant (id int PRIMARY KEY, body text);
+INSERT INTO forged_tenant VALUES (1, 'a row whose band table gets a tenant');
+SELECT minhash_index_create('forged_tenant', 'id', 'body') IS NOT NULL AS created;
+ALTER TABLE forged_tenant_minhash_bands ADD COLUMN tenant int;
+SELECT try($$SELECT count(*) FROM minhash_similar('forged_tenant', 'a row whose band table gets a tenant')$$);
+SELECT try($$INSERT INTO forged_tenant VALUES (2, 'another row')$$);
+DROP TABLE forged_tenant;
+RESET ROLE;
+
 -- 7. No Rust backtrace in an error, whatever the server's environment (this cluster runs with
 -- RUST_BACKTRACE=full, see scripts/regress.sh).
 CREATE TABLE flagged (id int PRIMARY KEY, body text, dup int);
