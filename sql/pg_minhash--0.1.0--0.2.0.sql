@@ -6,7 +6,7 @@
 -- The catalog records the signature format of each band table. (First: the ALTER TABLE fires
 -- the extension's event trigger, whose function must still find what it calls.)
 ALTER TABLE @extschema@.minhash_indexes
-    ADD COLUMN format int NOT NULL DEFAULT 1 CHECK (format = 1);
+    ADD COLUMN format int NOT NULL DEFAULT 1 CHECK (format OPERATOR(pg_catalog.=) 1);
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
 
 -- Several indexes per table: the catalog's key is the band table. Texts from an SQL expression
@@ -19,7 +19,7 @@ ALTER TABLE @extschema@.minhash_indexes
     ALTER COLUMN text_column DROP NOT NULL,
     ADD COLUMN text_expression text,
     ADD COLUMN partitions regclass[],
-    ADD CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL));
+    ADD CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) OPERATOR(pg_catalog.<>) (text_expression IS NULL));
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per managed pg_minhash index';
 
 -- Internal functions move out of the extension's schema into one of their own.
@@ -1442,9 +1442,9 @@ BEGIN
             ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
             ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
         ) c(name, first_arg, description)
-        JOIN pg_catalog.pg_proc p ON p.proname = c.name
-         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
-         AND (c.first_arg IS NULL OR p.proargtypes[0] = c.first_arg::pg_catalog.regtype)
+        JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) c.name
+         AND p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('@extschema@')
+         AND (c.first_arg IS NULL OR p.proargtypes[0] OPERATOR(pg_catalog.=) c.first_arg::pg_catalog.regtype)
     LOOP
         EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
     END LOOP;

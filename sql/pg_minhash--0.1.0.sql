@@ -327,7 +327,7 @@ CREATE TABLE @extschema@.minhash_indexes (
     threshold float8 NOT NULL,
     bands int NOT NULL,
     rows_per_band int NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per table with a managed pg_minhash index';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
@@ -341,11 +341,12 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
 CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
-    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
-    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-                AND (SELECT relowner FROM pg_catalog.pg_class WHERE oid = band_table AND relkind = 'r')
-                    = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl));
+    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+                AND (SELECT relowner FROM pg_catalog.pg_class
+                     WHERE oid OPERATOR(pg_catalog.=) band_table AND relkind OPERATOR(pg_catalog.=) 'r')
+                    OPERATOR(pg_catalog.=) (SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
 -- Each backend caches the catalog rows its lookups read (src/index/lookup.rs). A changed row

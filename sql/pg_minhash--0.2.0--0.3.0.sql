@@ -3,6 +3,24 @@
 -- they are; the functions replaced keep their OIDs, which the triggers reference.
 \echo Use "ALTER EXTENSION pg_minhash UPDATE TO '0.3.0'" to load this file. \quit
 
+-- The catalog's policy, default and checks, bound again with every operator and function
+-- schema-qualified. An install of an earlier release into a schema holding an operator
+-- planted for (oid, regclass) bound the policy to it, so that it ran in the session of every
+-- role that wrote the catalog (docs/security.md, "Names").
+ALTER TABLE @extschema@.minhash_indexes
+    ALTER COLUMN created_at SET DEFAULT pg_catalog.now(),
+    DROP CONSTRAINT minhash_indexes_text_check,
+    ADD CONSTRAINT minhash_indexes_text_check
+        CHECK ((text_column IS NULL) OPERATOR(pg_catalog.<>) (text_expression IS NULL));
+DROP POLICY minhash_indexes_owner ON @extschema@.minhash_indexes;
+CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
+    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+                AND (SELECT relowner FROM pg_catalog.pg_class
+                     WHERE oid OPERATOR(pg_catalog.=) band_table AND relkind OPERATOR(pg_catalog.=) 'r')
+                    OPERATOR(pg_catalog.=) (SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl));
+
 -- What a catalog row names is checked where it is used (a table, a text column of a text
 -- type); a trigger's arguments are read whatever their characters (a band table named in a flag
 -- trigger's arguments with non-ASCII characters is a dependency); only the extension's own sync
@@ -206,7 +224,7 @@ $$;
 -- Indexes may be of band table format 2 (format => 2), and minhash_index_rebuild converts one
 -- to the other (docs/contract.md).
 ALTER TABLE @extschema@.minhash_indexes DROP CONSTRAINT minhash_indexes_format_check,
-    ADD CONSTRAINT minhash_indexes_format_check CHECK (format IN (1, 2));
+    ADD CONSTRAINT minhash_indexes_format_check CHECK (format OPERATOR(pg_catalog.=) ANY (ARRAY[1, 2]));
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'format of the band table: 1, a row per row and band; 2, a row per row (signatures of format minhash_format_version() in both)';
 DROP FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int, text);
 DROP FUNCTION @extschema@.minhash_index_rebuild(regclass);

@@ -584,16 +584,16 @@ CREATE TABLE @extschema@.minhash_indexes (
     threshold float8 NOT NULL,
     bands int NOT NULL,
     rows_per_band int NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now(),
+    created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- the signature format the band table's keys and sketches are in (docs/contract.md)
-    format int NOT NULL DEFAULT 1 CHECK (format = 1),
+    format int NOT NULL DEFAULT 1 CHECK (format OPERATOR(pg_catalog.=) 1),
     -- the SQL expression over the table's columns rows' texts come from, in place of a text
     -- column, as _minhash_text_expression prints it (src/index/text.rs)
     text_expression text,
     -- of a partitioned table: the tables of its partition tree below it that the index covers
     -- (kept by the minhash_ddl_* event triggers, which compare it with the tree after DDL)
     partitions regclass[],
-    CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL))
+    CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) OPERATOR(pg_catalog.<>) (text_expression IS NULL))
 );
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per managed pg_minhash index';
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'signature format version of the band table (minhash_format_version())';
@@ -608,11 +608,12 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
 CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
-    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
-    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-                AND (SELECT relowner FROM pg_catalog.pg_class WHERE oid = band_table AND relkind = 'r')
-                    = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl));
+    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+                AND (SELECT relowner FROM pg_catalog.pg_class
+                     WHERE oid OPERATOR(pg_catalog.=) band_table AND relkind OPERATOR(pg_catalog.=) 'r')
+                    OPERATOR(pg_catalog.=) (SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
 -- Each backend caches the catalog rows its lookups read (src/index/catalog.rs). A changed row
@@ -1956,9 +1957,9 @@ BEGIN
             ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
             ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
         ) c(name, first_arg, description)
-        JOIN pg_catalog.pg_proc p ON p.proname = c.name
-         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
-         AND (c.first_arg IS NULL OR p.proargtypes[0] = c.first_arg::pg_catalog.regtype)
+        JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) c.name
+         AND p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('@extschema@')
+         AND (c.first_arg IS NULL OR p.proargtypes[0] OPERATOR(pg_catalog.=) c.first_arg::pg_catalog.regtype)
     LOOP
         EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
     END LOOP;

@@ -41,16 +41,16 @@ CREATE TABLE @extschema@.minhash_indexes (
     threshold float8 NOT NULL,
     bands int NOT NULL,
     rows_per_band int NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now(),
+    created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- the band table's format (docs/contract.md): 1, a row per row and band; 2, a row per row
-    format int NOT NULL DEFAULT 1 CHECK (format IN (1, 2)),
+    format int NOT NULL DEFAULT 1 CHECK (format OPERATOR(pg_catalog.=) ANY (ARRAY[1, 2])),
     -- the SQL expression over the table's columns rows' texts come from, in place of a text
     -- column, as _minhash_text_expression prints it (src/index/text.rs)
     text_expression text,
     -- of a partitioned table: the tables of its partition tree below it that the index covers
     -- (kept by the minhash_ddl_* event triggers, which compare it with the tree after DDL)
     partitions regclass[],
-    CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) <> (text_expression IS NULL))
+    CONSTRAINT minhash_indexes_text_check CHECK ((text_column IS NULL) OPERATOR(pg_catalog.<>) (text_expression IS NULL))
 );
 COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per managed pg_minhash index';
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'format of the band table: 1, a row per row and band; 2, a row per row (signatures of format minhash_format_version() in both)';
@@ -65,11 +65,12 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 ALTER TABLE @extschema@.minhash_indexes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY minhash_indexes_read ON @extschema@.minhash_indexes FOR SELECT USING (true);
 CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
-    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid = tbl))
-    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE')
-                AND (SELECT relowner FROM pg_catalog.pg_class WHERE oid = band_table AND relkind = 'r')
-                    = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl));
+    USING (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+           OR NOT EXISTS (SELECT FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl), 'USAGE')
+                AND (SELECT relowner FROM pg_catalog.pg_class
+                     WHERE oid OPERATOR(pg_catalog.=) band_table AND relkind OPERATOR(pg_catalog.=) 'r')
+                    OPERATOR(pg_catalog.=) (SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) tbl));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.minhash_indexes TO PUBLIC;
 
 -- Each backend caches the catalog rows its lookups read (src/index/access.rs). A changed row

@@ -204,9 +204,9 @@ BEGIN
             ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
             ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
         ) c(name, first_arg, description)
-        JOIN pg_catalog.pg_proc p ON p.proname = c.name
-         AND p.pronamespace = pg_catalog.to_regnamespace('@extschema@')
-         AND (c.first_arg IS NULL OR p.proargtypes[0] = c.first_arg::pg_catalog.regtype)
+        JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) c.name
+         AND p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('@extschema@')
+         AND (c.first_arg IS NULL OR p.proargtypes[0] OPERATOR(pg_catalog.=) c.first_arg::pg_catalog.regtype)
     LOOP
         EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f.fn, f.description);
     END LOOP;

@@ -65,8 +65,10 @@ impl Shard {
                    JOIN pg_catalog.pg_dist_shard b ON b.logicalrelid OPERATOR(pg_catalog.=) pb.logicalrelid
                    WHERE s.shardid OPERATOR(pg_catalog.=) $1
                      AND pb.logicalrelid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass
-                     AND b.shardminvalue IS NOT DISTINCT FROM s.shardminvalue
-                     AND b.shardmaxvalue IS NOT DISTINCT FROM s.shardmaxvalue";
+                     AND (b.shardminvalue OPERATOR(pg_catalog.=) s.shardminvalue
+                          OR (b.shardminvalue IS NULL AND s.shardminvalue IS NULL))
+                     AND (b.shardmaxvalue OPERATOR(pg_catalog.=) s.shardmaxvalue
+                          OR (b.shardmaxvalue IS NULL AND s.shardmaxvalue IS NULL))";
         first_oid(sql, &[self.id.into(), band.into()])
     }
 }

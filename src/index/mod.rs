@@ -58,6 +58,29 @@ mod params;
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
+// First of the install script: a schema minhash_internal that is not the extension's (made
+// beforehand by any role with CREATE on the database) stops the install with its owner's name
+// and the fix, rather than PostgreSQL's "is not a member of extension" (docs/security.md).
+pgrx::extension_sql!(
+    r#"
+DO $squatted$
+DECLARE
+    squatter name := (SELECT r.rolname FROM pg_catalog.pg_namespace n
+                      JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+                      WHERE n.nspname OPERATOR(pg_catalog.=) 'minhash_internal');
+BEGIN
+    IF squatter IS NOT NULL THEN
+        RAISE EXCEPTION 'schema "minhash_internal" already exists and belongs to role "%"', squatter
+            USING ERRCODE = 'duplicate_schema',
+                  DETAIL = 'pg_minhash keeps its internal functions in a schema of that name, made by CREATE EXTENSION.',
+                  HINT = 'As that role or a superuser, DROP SCHEMA minhash_internal (or rename it), then run CREATE EXTENSION pg_minhash again.';
+    END IF;
+END $squatted$;
+"#,
+    name = "squatted_internal_schema",
+    bootstrap
+);
+
 /// The schema of the extension's internal functions (see sql/index/catalog.sql).
 #[pg_schema]
 mod minhash_internal {}
