@@ -23,6 +23,7 @@ use super::citus::Shard;
 use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
+use super::pause;
 use super::prepared::{self, Access};
 use super::restore::{self, only_load_trigger};
 
@@ -242,20 +243,25 @@ impl BandTable {
     /// Writes the band rows of the row with id `id` (of tenant `tenant`, of a table distributed
     /// by a tenant) as a claim (see `claim`), and closes the band table.
     fn claim(self, id: &Id, tenant: Option<&Id>, keys: &[i64], sketch: BandSketch) {
-        let mut writer = self.writer(true);
+        let mut writer = BandWriter::new(
+            self.rel,
+            (self.key, self.tenant),
+            (self.format, self.bands),
+            (true, false),
+        );
         writer.push(id, tenant, keys, sketch);
         let tids = writer.close();
         claim::record(self.rel, (id, tenant), tids);
         self.close();
     }
 
-    /// A writer of new band rows; `tids`: it returns where the rows went.
+    /// A writer of a sync's new band rows; `tids`: it returns where the rows went.
     pub(super) fn writer(&self, tids: bool) -> BandWriter {
         BandWriter::new(
             self.rel,
             (self.key, self.tenant),
             (self.format, self.bands),
-            tids,
+            (tids, true),
         )
     }
 
@@ -279,6 +285,7 @@ impl BandTable {
             tenants.clear();
             return;
         }
+        pause::point();
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         let (id_array, id_array_type) = self.key.array_arg(ids);
@@ -316,6 +323,7 @@ impl BandTable {
     /// Deletes the band rows whose id no row of the indexed table has (after a partition of
     /// it was emptied): one anti-join of the band table with the table's ids.
     pub(super) fn delete_missing(&self, cfg: &Index) {
+        pause::point();
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         let sql = format!(
@@ -333,6 +341,7 @@ impl BandTable {
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         self.close();
+        pause::point();
         Spi::connect_mut(|client| {
             client
                 .update(&format!("TRUNCATE {band}"), None, &[])
@@ -392,18 +401,20 @@ pub(super) struct BandWriter {
     sketches: [Vec<i64>; 2],
     /// Where the rows went, if asked for (`claim_band_rows`).
     tids: Option<Vec<pg_sys::ItemPointerData>>,
+    /// Whether a sync writes (which may pause before each batch: `pause`).
+    sync: bool,
 }
 
 impl BandWriter {
     /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
     /// `key` (and tenants of type `tenant`, of a table distributed by a tenant), of format
     /// `format` with `bands` bands; `tids`: `close` returns where the rows went
-    /// (`RETURNING ctid`).
+    /// (`RETURNING ctid`); `sync`: for a sync rather than a claim.
     fn new(
         band: pg_sys::Relation,
         (key, tenant): (KeyType, Option<KeyType>),
         (format, bands): (BandFormat, usize),
-        tids: bool,
+        (tids, sync): (bool, bool),
     ) -> BandWriter {
         // SAFETY: the relation is open.
         let band = unsafe { (*band).rd_id };
@@ -464,6 +475,7 @@ impl BandWriter {
             keys: Vec::new(),
             sketches: Default::default(),
             tids: tids.then(Vec::new),
+            sync,
         }
     }
 
@@ -493,6 +505,9 @@ impl BandWriter {
     pub(super) fn flush(&mut self) {
         if self.ids.is_empty() {
             return;
+        }
+        if self.sync {
+            pause::point();
         }
         let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
         let [s1, s2] = std::mem::take(&mut self.sketches);
