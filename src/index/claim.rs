@@ -5,12 +5,13 @@
 //! same time the later check always sees the earlier row.
 //!
 //! The sync trigger at the end of the statement then finds the row's band rows already there:
-//! for an INSERT it keeps a claim whose rows are still live and exactly the row's ([`take`]);
-//! otherwise (an UPDATE, a row that was never inserted because ON CONFLICT or another trigger
-//! skipped it, a row changed by a later BEFORE trigger) the claim's rows are deleted
-//! ([`release`]) and the sync writes the row's band rows as usual. A claim outlives neither its
-//! statement nor its subtransaction: the sync releases the claims its statement left (those
-//! made at its trigger depth, [`release_statement`]); a claim is kept only by the
+//! it keeps a claim whose rows are still live and exactly the row's ([`take`]); otherwise (a
+//! row changed by a later BEFORE trigger, a claim of another subtransaction) it writes the
+//! row's band rows and only then deletes the claim's ([`release_row`]), so that a concurrent
+//! check never finds the row's text missing. A claim outlives neither its statement nor its
+//! subtransaction: the sync of an event releases the claims its statement left for rows of that
+//! event (those made at its trigger depth, [`release_statement`]: a row ON CONFLICT DO NOTHING
+//! or a trigger skipped); a claim is kept only by the
 //! subtransaction that made it (rows kept by another one would outlive its rollback); claims
 //! made in a subtransaction that rolls back are forgotten with it (their rows are dead); any
 //! still open when the transaction commits are released then. So a committed band table holds
@@ -40,6 +41,8 @@ struct Claim {
     subxact: pg_sys::SubTransactionId,
     /// The trigger depth of the statement whose row it was made for.
     depth: i32,
+    /// Whether it was made for a row an UPDATE writes (otherwise, one an INSERT writes).
+    update: bool,
 }
 
 /// This transaction's open claims, by band table, id and (of a Citus table distributed by a
@@ -53,11 +56,13 @@ thread_local! {
 }
 
 /// Records that the band rows at `tids` of the open band table `band` were written for the row
-/// with id `id` (of tenant `tenant`, of a table distributed by a tenant).
+/// with id `id` (of tenant `tenant`, of a table distributed by a tenant) that an UPDATE
+/// (`update`) or an INSERT writes.
 pub(super) fn record(
     band: pg_sys::Relation,
     (id, tenant): (&Id, Option<&Id>),
     tids: Vec<pg_sys::ItemPointerData>,
+    update: bool,
 ) {
     if !CALLBACKS_REGISTERED.replace(true) {
         // SAFETY: registered once per backend; the callbacks only touch `CLAIMS` and relations
@@ -76,6 +81,7 @@ pub(super) fn record(
         // SAFETY: inside a transaction.
         subxact: unsafe { pg_sys::GetCurrentSubTransactionId() },
         depth: trigger_depth(),
+        update,
     };
     CLAIMS.with_borrow_mut(|claims| {
         capacity::reserve_map(claims, 1, "claimed rows").unwrap_or_else(|e| e.fail());
@@ -91,38 +97,43 @@ pub(super) fn any(band: pg_sys::Oid) -> bool {
     CLAIMS.with_borrow(|claims| claims.keys().any(|&(b, _, _)| b == band))
 }
 
-/// For an INSERT's row with id `id` (of tenant `tenant`) whose band rows are `rows`: true if the
-/// latest claim of that id (and tenant) holds exactly those rows, still live, which then stay
-/// as the row's band rows; false otherwise (after releasing that claim, if there was one), and
-/// the caller writes them.
-pub(super) fn take(band: pg_sys::Relation, row: (&Id, Option<&Id>), rows: &mut [BandRow]) -> bool {
-    let Some(claim) = remove_latest(band, row) else {
-        return false;
-    };
-    let mut live = Vec::new();
-    // SAFETY: `band` is open with RowExclusiveLock; the claim's rows were written by this
-    // transaction into the same relfilenode (checked).
-    unsafe {
-        check_file(band, &claim);
-        for tid in &claim.tids {
-            if let Some(rows) = fetch_own(band, *tid) {
-                live.push((*tid, rows));
-            }
-        }
+/// For a row with id `id` (of tenant `tenant`) whose band rows are `rows`: if the latest claim
+/// of that id (and tenant), made in the current subtransaction, holds exactly those rows, still
+/// live, the claim is taken (they stay as the row's band rows) and its TIDs returned. Otherwise
+/// None, and the claim stays open: the caller writes the row's band rows and then releases it
+/// ([`release`]), so that the row's text is never absent from the band table meanwhile.
+pub(super) fn take(
+    band: pg_sys::Relation,
+    (id, tenant): (&Id, Option<&Id>),
+    rows: &mut [BandRow],
+) -> Option<Vec<pg_sys::ItemPointerData>> {
+    // SAFETY: `band` is open.
+    let key = (unsafe { (*band).rd_id }, id.clone(), tenant.cloned());
+    let (tids, same_subxact) = CLAIMS.with_borrow(|claims| {
+        let claim = claims.get(&key)?.last()?;
+        // SAFETY: `band` is open; the claim's rows were written by this transaction (the
+        // relfilenode is checked before any TID is read).
+        unsafe { check_file(band, claim) };
+        // SAFETY: inside a transaction.
+        let same_subxact = claim.subxact == unsafe { pg_sys::GetCurrentSubTransactionId() };
+        Some((claim.tids.clone(), same_subxact))
+    })?;
+    if !same_subxact {
+        return None;
     }
-    // SAFETY: inside a transaction.
-    let same_subxact = claim.subxact == unsafe { pg_sys::GetCurrentSubTransactionId() };
-    let mut found: Vec<BandRow> = live.iter().flat_map(|(_, rows)| rows.clone()).collect();
+    let mut found = Vec::new();
+    for tid in &tids {
+        // SAFETY: `band` is open with RowExclusiveLock; the TID was written to its current
+        // relfilenode (checked above).
+        found.extend(unsafe { fetch_own(band, *tid) }?);
+    }
     found.sort_unstable();
     rows.sort_unstable();
-    if same_subxact && live.len() == claim.tids.len() && found == rows {
-        return true;
+    if found != rows {
+        return None;
     }
-    for (tid, _) in live {
-        // SAFETY: a live row this transaction wrote, of the open band table.
-        unsafe { delete_own(band, tid) };
-    }
-    false
+    remove_latest(band, (id, tenant));
+    Some(tids)
 }
 
 /// Deletes the rows of the latest claim of id `id` (of tenant `tenant`) on the open band table
@@ -135,10 +146,39 @@ pub(super) fn release(band: pg_sys::Relation, row: (&Id, Option<&Id>)) {
     }
 }
 
-/// Releases the claims on the open band table `band` made at the current trigger depth: those
-/// of the statement whose sync trigger is running, whose rows it did not take (a row ON
-/// CONFLICT DO NOTHING or a trigger skipped).
-pub(super) fn release_statement(band: pg_sys::Relation) {
+/// Releases the claims of the row with id `id` (of tenant `tenant`) on the open band table
+/// `band` made at the current trigger depth: once the sync of its statement has written the
+/// row's band rows or kept one of them ([`take`]), the others (of a row an UPDATE moved to
+/// another partition, the row an INSERT ... ON CONFLICT DO UPDATE proposed).
+pub(super) fn release_row(band: pg_sys::Relation, (id, tenant): (&Id, Option<&Id>)) {
+    // SAFETY: `band` is open.
+    let key = (unsafe { (*band).rd_id }, id.clone(), tenant.cloned());
+    let depth = trigger_depth();
+    let left: Vec<Claim> = CLAIMS.with_borrow_mut(|claims| {
+        let Some(same) = claims.get_mut(&key) else {
+            return Vec::new();
+        };
+        let (gone, kept) = std::mem::take(same)
+            .into_iter()
+            .partition(|c| c.depth == depth);
+        *same = kept;
+        if same.is_empty() {
+            claims.remove(&key);
+        }
+        gone
+    });
+    for claim in &left {
+        // SAFETY: `band` is open with RowExclusiveLock.
+        unsafe { delete_live(band, claim) };
+    }
+}
+
+/// Releases the claims on the open band table `band` made at the current trigger depth for rows
+/// an UPDATE (`update`) or an INSERT writes: those of the statement whose sync trigger of that
+/// event is running that it did not take (of a row ON CONFLICT DO NOTHING or a trigger skipped).
+/// The claims of the other event are left to its sync: a MERGE or an INSERT ... ON CONFLICT DO
+/// UPDATE fires both, and the rows of the one that fires later must stay claimed until then.
+pub(super) fn release_statement(band: pg_sys::Relation, update: bool) {
     // SAFETY: `band` is open.
     let oid = unsafe { (*band).rd_id };
     let depth = trigger_depth();
@@ -148,7 +188,7 @@ pub(super) fn release_statement(band: pg_sys::Relation) {
             if b == oid {
                 let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(same)
                     .into_iter()
-                    .partition(|c| c.depth == depth);
+                    .partition(|c| c.depth == depth && c.update == update);
                 left.extend(gone);
                 *same = kept;
             }

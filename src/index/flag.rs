@@ -563,7 +563,7 @@ fn find_conflicts(
         loop {
             checking::begin();
             if let Some(id) = &own_ids[0] {
-                claim_band_rows(cfg, rel, id, &entry.0, entry.1);
+                claim_band_rows(cfg, rel, id, (&entry.0, entry.1), update);
             }
             match conflicts(cfg, doc, entry, threshold, own_ids) {
                 Checked::Done(conflicts) => {

@@ -18,7 +18,8 @@
 //! 4. Runtime helpers: `citus` (shards and Citus tables), `restore` (our triggers, the load
 //!    trigger), `text` (where a row's text comes from), `owner` (running as the owner,
 //!    restricted), `trigger` (trigger arguments, the claim trigger's name), `prepared` (kept
-//!    statements), `spi`, `extension`.
+//!    statements), `spi`, `extension`, `pause` (the test hook that stops a sync between two
+//!    writes).
 //! 5. Plain model types: `key` (ids as the band table stores them), `band` (a text's band
 //!    rows), `params` (an index's checked settings).
 
@@ -45,6 +46,7 @@ mod catalog;
 mod citus;
 mod extension;
 mod owner;
+mod pause;
 mod prepared;
 mod restore;
 mod spi;
@@ -80,6 +82,11 @@ END $squatted$;
     name = "squatted_internal_schema",
     bootstrap
 );
+
+/// Defines the settings of the managed index (from `_PG_init`).
+pub(crate) fn define_settings() {
+    pause::define_setting();
+}
 
 /// The schema of the extension's internal functions (see sql/index/catalog.sql).
 #[pg_schema]

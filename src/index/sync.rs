@@ -40,7 +40,7 @@ use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 
 use super::access::Index;
-use super::band::{band_entry, band_row};
+use super::band::band_entry;
 use super::catalog::refuse_newer_index;
 use super::citus::{self, Shard};
 use super::claim;
@@ -53,10 +53,9 @@ use super::restore;
 use super::spi::for_each_text_row;
 use super::text::{utf8, TextReader};
 use super::trigger::{claim_trigger_name, ClaimName};
-use super::write::{claim_band_rows, BandTable, INSERT_BATCH};
-
-/// Band rows `(id, key)` gathered before one `DELETE` removes them.
-const DELETE_BATCH: usize = 10_000;
+use super::write::{
+    claim_band_rows, BandTable, Change, Changes, Claims, DELETE_BATCH, INSERT_BATCH,
+};
 
 /// What fired the trigger.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -152,17 +151,15 @@ fn _minhash_sync<'a>(
                         band.close();
                     }
                     Event::Insert => {
-                        insert_band_rows(data, cfg, &band, data.tg_newtable, None);
+                        insert_band_rows(data, cfg, &band);
                         band.close();
                     }
                     Event::Delete => {
-                        delete_band_rows(data, cfg, &band, data.tg_oldtable, None);
+                        delete_band_rows(data, cfg, &band);
                         band.close();
                     }
                     Event::Update => {
-                        let pairs = Some((data.tg_oldtable, data.tg_newtable));
-                        delete_band_rows(data, cfg, &band, data.tg_oldtable, pairs);
-                        insert_band_rows(data, cfg, &band, data.tg_newtable, pairs);
+                        update_band_rows(data, cfg, &band);
                         band.close();
                     }
                     // (TRUNCATE refuses a table this session has open)
@@ -241,7 +238,7 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
             .and_then(|doc| band_entry(utf8(doc), cfg.def.k, cfg.def.shingling, cfg.def.banding));
         if let (Some(id), Some((keys, sketch))) = (id, entry) {
             as_owner(owner, || {
-                claim_band_rows(cfg, (tbl, owner, ext), &id, &keys, sketch)
+                claim_band_rows(cfg, (tbl, owner, ext), &id, (&keys, sketch), true)
             });
         }
     }
@@ -324,9 +321,10 @@ fn followed_sync(band: pg_sys::Oid) -> bool {
 }
 
 /// Makes the band rows of every id the statement touched (the ids of its transition rows) those
-/// of the rows with that id the table holds now: the claims of those ids are released, their
-/// band rows under the keys of every text the statement saw for them or the table holds now are
-/// deleted, and the band rows of the rows the table holds are written. The result does not
+/// of the rows with that id the table holds now: the band rows of the rows the table holds are
+/// written, then the claims of those ids are released, and their other band rows under the keys
+/// of every text the statement saw for them or the table holds now are deleted (`Changes`:
+/// no text is ever absent from the band table meanwhile). The result does not
 /// depend on the order in which the syncs of one query fire, nor on what nested statements did
 /// before them.
 ///
@@ -346,7 +344,7 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
     for (table, new) in tables {
         // SAFETY: per the contract.
         unsafe {
-            for_each_changed_row(data, cfg, table, None, 0, |row| {
+            for_each_row(data, cfg, table, |row| {
                 let Some(id) = &row.id else {
                     if new && row_entry(row, cfg).is_some() {
                         null_id(cfg, band);
@@ -383,29 +381,35 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
             })
         });
     }
-    for id in &ids {
-        claim::release_all(band.rel, id);
-    }
     for (id, keys, _) in &rows {
         room(&mut seen, keys.len());
         seen.extend(keys.iter().map(|&key| (id.clone(), key)));
     }
     seen.sort_unstable();
     seen.dedup();
-    let (mut delete_ids, mut delete_keys) = (Vec::new(), Vec::new());
-    for (id, key) in seen {
-        delete_ids.push(id);
-        delete_keys.push(key);
-        if delete_ids.len() >= DELETE_BATCH {
-            band.delete(&mut delete_ids, &mut delete_keys, &mut Vec::new());
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // (ids, seen and rows are sorted by id: one change per id, from a walk over the three)
+    let (mut seen, mut rows) = (seen.into_iter().peekable(), rows.into_iter().peekable());
+    let mut changes = Changes::new(band, Claims::ReleaseAll);
+    for id in ids {
+        let mut change = Change {
+            id,
+            tenant: None,
+            old: Vec::new(),
+            new: Vec::new(),
+        };
+        while let Some((_, key)) = seen.next_if(|(seen, _)| *seen == change.id) {
+            change.old.push(key);
         }
+        while let Some((_, keys, sketch)) = rows.next_if(|(row, _, _)| *row == change.id) {
+            change.new.push((keys, sketch));
+        }
+        changes.push(change);
     }
-    band.delete(&mut delete_ids, &mut delete_keys, &mut Vec::new());
-    let mut writer = band.writer(false);
-    for (id, keys, sketch) in rows {
-        writer.push(&id, None, &keys, sketch);
+    changes.apply();
+    if event != Event::Delete {
+        claim::release_statement(band.rel, event == Event::Update);
     }
-    writer.close();
 }
 
 /// Raises 23502 for a row with a text and a NULL id: the band table's id column is NOT NULL,
@@ -603,13 +607,6 @@ impl TransitionRows {
         }
     }
 
-    /// Whether the current rows of the two tables (an UPDATE's old and new row) have the same
-    /// id and the same text, byte for byte.
-    fn unchanged(&self) -> bool {
-        let (old, new) = (self.row(0), self.row(1));
-        old.id == new.id && old.text == new.text
-    }
-
     fn close(self) {
         for slot in self.slots.into_iter().filter(|s| !s.is_null()) {
             // SAFETY: made in `open`, dropped once.
@@ -628,111 +625,179 @@ fn row_entry(row: &Row<'_>, cfg: &Index) -> Option<(Vec<i64>, BandSketch)> {
     )
 }
 
-/// Calls `f` with each row of `table`; for an UPDATE (`pairs` = (old, new)), with the old
-/// (`side` 0) or new (`side` 1) row of each pair whose id or text changed.
+/// Calls `f` with each row of `table`.
 ///
 /// # Safety
-/// `table` and `pairs` are transition tables of this trigger event.
-unsafe fn for_each_changed_row(
+/// `table` is a transition table of this trigger event.
+unsafe fn for_each_row(
     data: &pg_sys::TriggerData,
     cfg: &Index,
     table: *mut pg_sys::Tuplestorestate,
-    pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
-    side: usize,
     mut f: impl FnMut(&Row<'_>),
 ) {
-    let tables = pairs.map_or([table, std::ptr::null_mut()], |(old, new)| [old, new]);
     // SAFETY: per the contract.
-    let mut rows = unsafe { TransitionRows::open(data, cfg, tables) };
+    let mut rows = unsafe { TransitionRows::open(data, cfg, [table, std::ptr::null_mut()]) };
     while rows.advance() {
-        if pairs.is_some() && rows.unchanged() {
-            continue;
-        }
-        f(&rows.row(side));
+        f(&rows.row(0));
     }
     rows.close();
 }
 
-/// Adds the band rows of the rows of `new` (for an UPDATE, `pairs` = (old, new), only of the
-/// rows whose id or text changed).
-///
-/// # Safety
-/// `new` and `pairs` are transition tables of this trigger event.
-unsafe fn insert_band_rows(
-    data: &pg_sys::TriggerData,
-    cfg: &Index,
-    band: &BandTable,
-    new: *mut pg_sys::Tuplestorestate,
-    pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
-) {
-    let mut writer = band.writer(false);
-    let side = usize::from(pairs.is_some());
+/// How the claims on `band` are handled: an id's claim is kept if it holds exactly the row's
+/// band rows (see `claim`).
+fn claims_of(band: &BandTable) -> Claims {
     // SAFETY: the band table (or its shard beside a shard of a Citus table) is open.
-    let claimed = claim::any(unsafe { (*band.rel).rd_id });
-    let mut rows = Vec::new();
-    // SAFETY: per the contract.
-    unsafe {
-        for_each_changed_row(data, cfg, new, pairs, side, |row| {
-            let Some((keys, sketch)) = row_entry(row, cfg) else {
-                return;
-            };
-            let Some(id) = &row.id else {
-                null_id(cfg, band);
-            };
-            if cfg.def.tenant.is_some() && row.tenant.is_none() {
-                null_tenant(cfg, band);
-            }
-            // a flag trigger may have written them already (see `claim`)
-            if claimed {
-                rows.clear();
-                rows.extend(keys.iter().map(|&key| band_row(id, key, sketch)));
-                let claimed_row = (id, row.tenant.as_ref());
-                if pairs.is_none() && claim::take(band.rel, claimed_row, &mut rows) {
-                    return;
-                }
-                claim::release(band.rel, claimed_row);
-            }
-            writer.push(id, row.tenant.as_ref(), &keys, sketch);
-        });
-    }
-    writer.close();
-    if claimed {
-        claim::release_statement(band.rel);
+    if claim::any(unsafe { (*band.rel).rd_id }) {
+        Claims::Take
+    } else {
+        Claims::None
     }
 }
 
-/// Removes the band rows of the rows of `old` (for an UPDATE, `pairs` = (old, new), only of the
-/// rows whose id or text changed).
+/// The band entry of a new row, which is written (23502 for one with a text and no id, or of a
+/// table distributed by a tenant, no tenant), if it has a text with shingles.
+fn new_entry(row: &Row<'_>, cfg: &Index, band: &BandTable) -> Option<(Vec<i64>, BandSketch)> {
+    let entry = row_entry(row, cfg)?;
+    if row.id.is_none() {
+        null_id(cfg, band);
+    }
+    if cfg.def.tenant.is_some() && row.tenant.is_none() {
+        null_tenant(cfg, band);
+    }
+    Some(entry)
+}
+
+/// The keys of the band rows of an old row (none for a row without an id, or of a table
+/// distributed by a tenant, without the tenant it needs).
+fn old_keys(row: &Row<'_>, cfg: &Index) -> Vec<i64> {
+    match row_entry(row, cfg) {
+        Some((keys, _))
+            if row.id.is_some() && (cfg.def.tenant.is_none() || row.tenant.is_some()) =>
+        {
+            keys
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Adds the band rows of the rows of the INSERT's transition table (keeping the claims that
+/// hold them already), then releases the statement's other claims.
 ///
 /// # Safety
-/// `old` and `pairs` are transition tables of this trigger event.
-unsafe fn delete_band_rows(
-    data: &pg_sys::TriggerData,
-    cfg: &Index,
-    band: &BandTable,
-    old: *mut pg_sys::Tuplestorestate,
-    pairs: Option<(*mut pg_sys::Tuplestorestate, *mut pg_sys::Tuplestorestate)>,
-) {
+/// The transition table is this trigger event's.
+unsafe fn insert_band_rows(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable) {
+    let claims = claims_of(band);
+    let mut changes = Changes::new(band, claims);
+    // SAFETY: per the contract.
+    unsafe {
+        for_each_row(data, cfg, data.tg_newtable, |row| {
+            if let (Some(entry), Some(id)) = (new_entry(row, cfg, band), &row.id) {
+                changes.push(Change {
+                    id: id.clone(),
+                    tenant: row.tenant.clone(),
+                    old: Vec::new(),
+                    new: vec![entry],
+                });
+            }
+        });
+    }
+    changes.apply();
+    if claims == Claims::Take {
+        claim::release_statement(band.rel, false);
+    }
+}
+
+/// Replaces the band rows of the rows an UPDATE changed (their id or the bytes of their text)
+/// with those of their new versions (see `Changes` for the order), then releases the
+/// statement's other claims. The old and new band rows of one id go in one batch: a row whose
+/// id stays is one change; the rows whose id changed are gathered by id first (an id one row
+/// leaves may be the id another row takes).
+///
+/// # Safety
+/// The transition tables are this trigger event's.
+unsafe fn update_band_rows(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable) {
+    let claims = claims_of(band);
+    let mut changes = Changes::new(band, claims);
+    let mut moved: HashMap<(Id, Option<Id>), Change> = HashMap::new();
+    // SAFETY: per the contract.
+    let mut rows = unsafe { TransitionRows::open(data, cfg, [data.tg_oldtable, data.tg_newtable]) };
+    while rows.advance() {
+        let (old, new) = (rows.row(0), rows.row(1));
+        if old.id == new.id && old.text == new.text {
+            continue;
+        }
+        let (old_keys, entry) = (old_keys(&old, cfg), new_entry(&new, cfg, band));
+        match (&old.id, &new.id) {
+            (Some(id), Some(new_id)) if id == new_id && old.tenant == new.tenant => {
+                changes.push(Change {
+                    id: id.clone(),
+                    tenant: new.tenant.clone(),
+                    old: old_keys,
+                    new: entry.into_iter().collect(),
+                });
+            }
+            _ => {
+                if let (Some(id), false) = (&old.id, old_keys.is_empty()) {
+                    moved_change(&mut moved, id, &old.tenant)
+                        .old
+                        .extend(old_keys);
+                }
+                if let (Some(id), Some(entry)) = (&new.id, entry) {
+                    moved_change(&mut moved, id, &new.tenant).new.push(entry);
+                }
+            }
+        }
+    }
+    rows.close();
+    let mut moved: Vec<Change> = moved.into_values().collect();
+    moved.sort_unstable_by(|a, b| (&a.id, &a.tenant).cmp(&(&b.id, &b.tenant)));
+    for change in moved {
+        changes.push(change);
+    }
+    changes.apply();
+    if claims == Claims::Take {
+        claim::release_statement(band.rel, true);
+    }
+}
+
+/// The change of `id` (of `tenant`) among those of rows whose id changed.
+fn moved_change<'m>(
+    moved: &'m mut HashMap<(Id, Option<Id>), Change>,
+    id: &Id,
+    tenant: &Option<Id>,
+) -> &'m mut Change {
+    capacity::reserve_map(moved, 1, "the rows a statement touched").unwrap_or_else(|e| e.fail());
+    moved
+        .entry((id.clone(), tenant.clone()))
+        .or_insert_with(|| Change {
+            id: id.clone(),
+            tenant: tenant.clone(),
+            old: Vec::new(),
+            new: Vec::new(),
+        })
+}
+
+/// Removes the band rows of the rows of the DELETE's transition table.
+///
+/// # Safety
+/// The transition table is this trigger event's.
+unsafe fn delete_band_rows(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable) {
     let (mut ids, mut keys, mut tenants) = (Vec::new(), Vec::new(), Vec::new());
     // SAFETY: per the contract.
     unsafe {
-        for_each_changed_row(data, cfg, old, pairs, 0, |row| {
-            let (Some(id), Some((row_keys, _))) = (&row.id, row_entry(row, cfg)) else {
+        for_each_row(data, cfg, data.tg_oldtable, |row| {
+            let (Some(id), row_keys) = (&row.id, old_keys(row, cfg)) else {
                 return;
             };
-            // (a row without the tenant its table needs has no band rows)
-            if cfg.def.tenant.is_some() && row.tenant.is_none() {
-                return;
-            }
             for key in row_keys {
                 ids.push(id.clone());
                 keys.push(key);
                 tenants.extend(row.tenant.clone());
             }
             if ids.len() >= DELETE_BATCH {
-                band.delete(&mut ids, &mut keys, &mut tenants);
+                band.delete((&mut ids, &mut keys, &mut tenants), &[]);
             }
         });
     }
-    band.delete(&mut ids, &mut keys, &mut tenants);
+    band.delete((&mut ids, &mut keys, &mut tenants), &[]);
 }

@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::bands::band_of_key;
+use crate::core::capacity;
 use crate::core::sketch::BandSketch;
 use crate::pg::compat;
 use crate::pg::error::raise;
@@ -17,32 +18,37 @@ use crate::pg::names::{
 };
 
 use super::access::Index;
-use super::band::BandFormat;
+use super::band::{band_row, BandFormat};
 use super::catalog::{altered_band_table, refuse_newer_index};
 use super::citus::Shard;
 use super::claim;
 use super::extension::Extension;
 use super::key::{Id, KeyType};
+use super::pause;
 use super::prepared::{self, Access};
 use super::restore::{self, only_load_trigger};
 
 /// Band rows gathered before one `INSERT` writes them.
 pub(super) const INSERT_BATCH: usize = 10_000;
 
+/// Band rows `(id, key)` gathered before one `DELETE` removes them.
+pub(super) const DELETE_BATCH: usize = 10_000;
+
 /// Writes the band rows of the row with id `id` and band entry `(keys, sketch)` of `tbl` (owned
-/// by `owner`, indexed by extension `ext`) now, as a claim (see `claim`): for
-/// `minhash_flag_duplicate`, before it checks the row. As the table's owner.
+/// by `owner`, indexed by extension `ext`) that an UPDATE (`update`) or an INSERT writes now,
+/// as a claim (see `claim`): for `minhash_flag_duplicate`, before it checks the row. As the
+/// table's owner.
 pub(super) fn claim_band_rows(
     cfg: &Index,
     (tbl, owner, ext): (pg_sys::Oid, pg_sys::Oid, Extension),
     id: &Id,
-    keys: &[i64],
-    sketch: BandSketch,
+    (keys, sketch): (&[i64], BandSketch),
+    update: bool,
 ) {
     // SAFETY: the band table is opened, checked and closed by `BandTable`, as for the sync.
     unsafe {
         let band = BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext);
-        band.claim(id, None, keys, sketch);
+        band.claim((id, None), keys, sketch, update);
     }
 }
 
@@ -60,7 +66,7 @@ pub(super) fn claim_shard_band_rows(
     // SAFETY: as for `claim_band_rows`.
     unsafe {
         let band = BandTable::open_shard(cfg, shard, owner, ext);
-        band.claim(id, Some(tenant), keys, sketch);
+        band.claim((id, Some(tenant)), keys, sketch, false);
     }
 }
 
@@ -89,6 +95,9 @@ pub(super) struct BandTable {
     tenant: Option<KeyType>,
     format: BandFormat,
     bands: usize,
+    /// Whether its B-tree is unique (a band table's shard beside a shard of a Citus table): a
+    /// row's old band rows must then go before its new ones are written.
+    unique: bool,
 }
 
 impl BandTable {
@@ -204,6 +213,7 @@ impl BandTable {
                 tenant: cfg.def.tenant.as_ref().map(|t| t.key),
                 format: cfg.def.format,
                 bands: cfg.def.banding.bands,
+                unique: false,
             }
         }
     }
@@ -236,33 +246,53 @@ impl BandTable {
             )
         });
         // SAFETY: per the contract.
-        unsafe { BandTable::open(cfg, band, shard.table, owner, ext) }
+        BandTable {
+            unique: true,
+            // SAFETY: per the contract.
+            ..unsafe { BandTable::open(cfg, band, shard.table, owner, ext) }
+        }
     }
 
     /// Writes the band rows of the row with id `id` (of tenant `tenant`, of a table distributed
     /// by a tenant) as a claim (see `claim`), and closes the band table.
-    fn claim(self, id: &Id, tenant: Option<&Id>, keys: &[i64], sketch: BandSketch) {
-        let mut writer = self.writer(true);
+    fn claim(
+        self,
+        (id, tenant): (&Id, Option<&Id>),
+        keys: &[i64],
+        sketch: BandSketch,
+        update: bool,
+    ) {
+        let mut writer = BandWriter::new(
+            self.rel,
+            (self.key, self.tenant),
+            (self.format, self.bands),
+            (true, false),
+        );
         writer.push(id, tenant, keys, sketch);
         let tids = writer.close();
-        claim::record(self.rel, (id, tenant), tids);
+        claim::record(self.rel, (id, tenant), tids, update);
         self.close();
     }
 
-    /// A writer of new band rows; `tids`: it returns where the rows went.
+    /// A writer of a sync's new band rows; `tids`: it returns where the rows went.
     pub(super) fn writer(&self, tids: bool) -> BandWriter {
         BandWriter::new(
             self.rel,
             (self.key, self.tenant),
             (self.format, self.bands),
-            tids,
+            (tids, true),
         )
     }
 
     /// Deletes the band rows `(ids[i], keys[i])` (of a table distributed by a tenant, of
-    /// tenant `tenants[i]`) and empties the vectors: of format 2, the rows of id `ids[i]` whose
-    /// first band's key is `keys[i]` (the keys of other bands find none).
-    pub(super) fn delete(&self, ids: &mut Vec<Id>, keys: &mut Vec<i64>, tenants: &mut Vec<Id>) {
+    /// tenant `tenants[i]`) but those at the TIDs `kept`, and empties the vectors: of format 2,
+    /// the rows of id `ids[i]` whose first band's key is `keys[i]` (the keys of other bands
+    /// find none).
+    pub(super) fn delete(
+        &self,
+        (ids, keys, tenants): (&mut Vec<Id>, &mut Vec<i64>, &mut Vec<Id>),
+        kept: &[pg_sys::ItemPointerData],
+    ) {
         if self.format == BandFormat::PerRow {
             let mut tenant = std::mem::take(tenants).into_iter();
             for (id, key) in std::mem::take(ids).into_iter().zip(std::mem::take(keys)) {
@@ -279,15 +309,17 @@ impl BandTable {
             tenants.clear();
             return;
         }
+        pause::point();
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         let (id_array, id_array_type) = self.key.array_arg(ids);
         let tenant = self.tenant.map(|key| key.array_arg(tenants));
-        // (the statement is kept by its text, which names the id type)
+        // (the statement is kept by its text, which names the id type; the kept TIDs, the last
+        // argument, are hashed once per statement)
         let sql = format!(
             "DELETE FROM {band} b
              USING ROWS FROM (pg_catalog.unnest($1::{id_array}), pg_catalog.unnest($2){tenants}) AS o(id, key{of})
-             WHERE b.{key} OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id{same}",
+             WHERE b.{key} OPERATOR(pg_catalog.=) o.key AND b.id OPERATOR(pg_catalog.=) o.id{same}{kept}",
             id_array = qualified_type_name(id_array_type),
             key = self.format.key_column(0),
             tenants = match &tenant {
@@ -301,6 +333,14 @@ impl BandTable {
                 Some(key) => format!(" AND b.tenant {} o.tenant", equality_operator(key.oid)),
                 None => String::new(),
             },
+            kept = if kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " AND NOT b.ctid OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.unnest(${}::pg_catalog.tid[]))",
+                    if tenant.is_some() { 4 } else { 3 }
+                )
+            },
         );
         ids.clear();
         tenants.clear();
@@ -310,12 +350,17 @@ impl BandTable {
             args.push(array);
             types.push(array_type);
         }
+        if !kept.is_empty() {
+            args.push(kept.to_vec().into());
+            types.push(PgOid::BuiltIn(PgBuiltInOids::TIDARRAYOID));
+        }
         run_prepared(&sql, &types, &args);
     }
 
     /// Deletes the band rows whose id no row of the indexed table has (after a partition of
     /// it was emptied): one anti-join of the band table with the table's ids.
     pub(super) fn delete_missing(&self, cfg: &Index) {
+        pause::point();
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         let sql = format!(
@@ -333,6 +378,7 @@ impl BandTable {
         // SAFETY: the relation is open.
         let band = qualified_name(unsafe { (*self.rel).rd_id });
         self.close();
+        pause::point();
         Spi::connect_mut(|client| {
             client
                 .update(&format!("TRUNCATE {band}"), None, &[])
@@ -392,18 +438,20 @@ pub(super) struct BandWriter {
     sketches: [Vec<i64>; 2],
     /// Where the rows went, if asked for (`claim_band_rows`).
     tids: Option<Vec<pg_sys::ItemPointerData>>,
+    /// Whether a sync writes (which may pause before each batch: `pause`).
+    sync: bool,
 }
 
 impl BandWriter {
     /// A writer into `band`, open and checked (`BandTable::open`), whose ids are of type
     /// `key` (and tenants of type `tenant`, of a table distributed by a tenant), of format
     /// `format` with `bands` bands; `tids`: `close` returns where the rows went
-    /// (`RETURNING ctid`).
+    /// (`RETURNING ctid`); `sync`: for a sync rather than a claim.
     fn new(
         band: pg_sys::Relation,
         (key, tenant): (KeyType, Option<KeyType>),
         (format, bands): (BandFormat, usize),
-        tids: bool,
+        (tids, sync): (bool, bool),
     ) -> BandWriter {
         // SAFETY: the relation is open.
         let band = unsafe { (*band).rd_id };
@@ -416,10 +464,10 @@ impl BandWriter {
         // Citus table's has: that of a row the statement then fails to insert, as a duplicate
         // of its key or an INSERT ... ON CONFLICT's; the sync finds the claim incomplete and
         // writes the row's band rows itself, or the statement releases it)
-        let returning = if tids {
-            " ON CONFLICT DO NOTHING RETURNING ctid"
-        } else {
-            ""
+        let returning = match (tids, sync) {
+            (false, _) => "",
+            (true, true) => " RETURNING ctid",
+            (true, false) => " ON CONFLICT DO NOTHING RETURNING ctid",
         };
         // ($5: the tenants, of a table distributed by a tenant)
         let (tenant_column, tenants) = match tenant {
@@ -464,6 +512,7 @@ impl BandWriter {
             keys: Vec::new(),
             sketches: Default::default(),
             tids: tids.then(Vec::new),
+            sync,
         }
     }
 
@@ -493,6 +542,9 @@ impl BandWriter {
     pub(super) fn flush(&mut self) {
         if self.ids.is_empty() {
             return;
+        }
+        if self.sync {
+            pause::point();
         }
         let (ids, id_array_type) = self.key.array_arg(&std::mem::take(&mut self.ids));
         let [s1, s2] = std::mem::take(&mut self.sketches);
@@ -529,5 +581,138 @@ impl BandWriter {
     pub(super) fn close(mut self) -> Vec<pg_sys::ItemPointerData> {
         self.flush();
         self.tids.unwrap_or_default()
+    }
+}
+
+/// What one id's band rows become: the keys of the band rows it has that go (`old`; of format
+/// 2 the first band's key finds the row) and the band entries (keys and sketch) of the rows it
+/// now has (`new`: none, one, or of ids that repeat across partitions, several).
+pub(super) struct Change {
+    pub(super) id: Id,
+    /// Of a table distributed by a tenant, the tenant.
+    pub(super) tenant: Option<Id>,
+    pub(super) old: Vec<i64>,
+    pub(super) new: Vec<(Vec<i64>, BandSketch)>,
+}
+
+/// How the claims of the changed ids are handled (see `claim`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Claims {
+    /// The band table has no open claim of this transaction.
+    None,
+    /// An id's latest claim is kept when it holds exactly its new band rows, and released
+    /// otherwise.
+    Take,
+    /// Every claim of an id is released (a sync that reconciles).
+    ReleaseAll,
+}
+
+/// A sync's changes to a band table, applied in batches so that no row's text is ever absent
+/// from what a concurrent duplicate check sees: within a batch, the new band rows are written
+/// (or a claim holding exactly them is kept) first, then the claims not kept are released,
+/// then the old band rows are deleted, all but those just written or kept. (A committed band
+/// row that this transaction deletes stays visible to the check's dirty snapshot until it
+/// commits; one it wrote and then deleted does not.) All changes of one id go in one batch.
+/// On a band table with a unique B-tree (beside a Citus shard, where checks do not wait for
+/// claims) an id's old band rows go first instead.
+pub(super) struct Changes<'b> {
+    band: &'b BandTable,
+    claims: Claims,
+    batch: Vec<Change>,
+    /// Band rows the batch writes and deletes.
+    writes: usize,
+    deletes: usize,
+}
+
+impl<'b> Changes<'b> {
+    pub(super) fn new(band: &'b BandTable, claims: Claims) -> Changes<'b> {
+        Changes {
+            band,
+            claims,
+            batch: Vec::new(),
+            writes: 0,
+            deletes: 0,
+        }
+    }
+
+    /// Queues `change`; applies the batch once it is full.
+    pub(super) fn push(&mut self, change: Change) {
+        let band_rows = |keys: usize| match self.band.format {
+            BandFormat::PerBand => keys,
+            BandFormat::PerRow => usize::from(keys > 0),
+        };
+        self.writes += change
+            .new
+            .iter()
+            .map(|(keys, _)| band_rows(keys.len()))
+            .sum::<usize>();
+        self.deletes += band_rows(change.old.len());
+        capacity::push(&mut self.batch, change, "the rows a statement touched")
+            .unwrap_or_else(|e| e.fail());
+        if self.writes >= INSERT_BATCH || self.deletes >= DELETE_BATCH {
+            self.apply();
+        }
+    }
+
+    /// Applies what is queued (see [`Changes`]).
+    pub(super) fn apply(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        (self.writes, self.deletes) = (0, 0);
+        let (band, claims) = (self.band, self.claims);
+        // (where the kept claims and the new band rows are: the old band rows are the others)
+        let mut kept = Vec::new();
+        let taken: Vec<bool> = batch
+            .iter()
+            .map(|change| {
+                let (Claims::Take, [(keys, sketch)]) = (claims, change.new.as_slice()) else {
+                    return false;
+                };
+                let mut rows: Vec<_> = keys
+                    .iter()
+                    .map(|&key| band_row(&change.id, key, *sketch))
+                    .collect();
+                let row = (&change.id, change.tenant.as_ref());
+                claim::take(band.rel, row, &mut rows)
+                    .map(|tids| kept.extend(tids))
+                    .is_some()
+            })
+            .collect();
+        let release = || {
+            for change in &batch {
+                let row = (&change.id, change.tenant.as_ref());
+                match claims {
+                    Claims::None => {}
+                    Claims::Take => claim::release_row(band.rel, row),
+                    Claims::ReleaseAll => claim::release_all(band.rel, &change.id),
+                }
+            }
+        };
+        let delete = |kept: &[pg_sys::ItemPointerData]| {
+            let (mut ids, mut keys, mut tenants) = (Vec::new(), Vec::new(), Vec::new());
+            for change in &batch {
+                for &key in &change.old {
+                    ids.push(change.id.clone());
+                    keys.push(key);
+                    tenants.extend(change.tenant.clone());
+                }
+            }
+            band.delete((&mut ids, &mut keys, &mut tenants), kept);
+        };
+        if band.unique {
+            release();
+            delete(&[]);
+        }
+        let deletes = batch.iter().any(|change| !change.old.is_empty());
+        let mut writer = band.writer(deletes && !band.unique);
+        for (change, _) in batch.iter().zip(&taken).filter(|(_, &taken)| !taken) {
+            for (keys, sketch) in &change.new {
+                writer.push(&change.id, change.tenant.as_ref(), keys, *sketch);
+            }
+        }
+        kept.extend(writer.close());
+        if !band.unique {
+            release();
+            delete(&kept);
+        }
     }
 }

@@ -32,8 +32,8 @@ SELECT * FROM pg_temp.band_writes();
 UPDATE written SET body = 'row number 7 of the write path test, changed' WHERE id = 7;
 SELECT * FROM pg_temp.band_writes();
 -- a flagged insert writes its band rows first (a claim), which the sync trigger then keeps;
--- an UPDATE claims, takes the claim back and writes again; a row that ON CONFLICT skips
--- leaves its claim, taken back at the latest when the transaction commits
+-- so does an UPDATE (its old band rows are deleted after); a row that ON CONFLICT skips leaves
+-- its claim, which the statement's sync takes back
 CREATE TRIGGER flag BEFORE INSERT OR UPDATE ON written
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
 INSERT INTO written (id, body) VALUES (103, 'row number 5 of the write path test!');
