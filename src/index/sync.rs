@@ -26,6 +26,7 @@
 //! deletes the band rows whose id is no longer in the table.
 
 use std::cell::RefCell;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::ffi::{c_int, CStr};
@@ -281,8 +282,9 @@ unsafe fn unchecked_updates(rel: pg_sys::Relation, sync_fn: pg_sys::Oid) -> bool
 const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
 
 /// Of one band table in this transaction: the query whose sync trigger wrote it last (its
-/// [`running_query`]), and whether a sync of that query added band rows.
-#[derive(Clone, Copy)]
+/// [`running_query`]), and whether a sync of that query added band rows. The default, the
+/// first command with nothing added, tells a sync what no sync would.
+#[derive(Clone, Copy, Default)]
 struct LastSync {
     query: pg_sys::CommandId,
     added: bool,
@@ -305,27 +307,31 @@ fn running_query() -> Option<pg_sys::CommandId> {
 }
 
 /// Whether this sync of `event` on band table `band` must [`reconcile`] rather than replay its
-/// transition tables as a delta (see [`after_last_sync`]). Records this firing.
+/// transition tables as a delta (see [`after_last_sync`]). Records this firing: one hash
+/// lookup.
 fn must_reconcile(band: pg_sys::Oid, event: Event) -> bool {
     // SAFETY: reads the transaction's state. (InvalidTransactionId while it has written
     // nothing: no sync before it wrote anything had rows to sync either.)
     let xact = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+    let query = running_query();
     LAST_SYNC.with_borrow_mut(|(owner, last)| {
         if *owner != xact {
             *owner = xact;
             last.clear();
         }
-        let Some(query) = running_query() else {
-            // (no query to place it in: reconciles, and so does every sync of a query started
-            // before now that follows it)
-            // SAFETY: reads the transaction's command counter.
-            let now = unsafe { pg_sys::GetCurrentCommandId(false) };
-            let query = last.get(&band).map_or(now, |last| last.query.max(now));
-            last.insert(band, LastSync { query, added: true });
-            return true;
+        let slot = last.entry(band).or_default();
+        let (reconcile, next) = match query {
+            Some(query) => after_last_sync(*slot, query, event),
+            // (no query to place it in: it reconciles, and so does every sync of a query
+            // started before now that follows it)
+            None => {
+                // SAFETY: reads the transaction's command counter.
+                let now = unsafe { pg_sys::GetCurrentCommandId(false) };
+                let query = slot.query.max(now);
+                (true, LastSync { query, added: true })
+            }
         };
-        let (reconcile, next) = after_last_sync(last.get(&band).copied(), query, event);
-        last.insert(band, next);
+        *slot = next;
         reconcile
     })
 }
@@ -348,27 +354,23 @@ fn must_reconcile(band: pg_sys::Oid, event: Event) -> bool {
 ///
 /// The first sync of a query, and one that only adds band rows after the deletes of its query,
 /// replay the delta.
-fn after_last_sync(
-    last: Option<LastSync>,
-    query: pg_sys::CommandId,
-    event: Event,
-) -> (bool, LastSync) {
+fn after_last_sync(last: LastSync, query: pg_sys::CommandId, event: Event) -> (bool, LastSync) {
     let adds = matches!(event, Event::Insert | Event::Update);
     let deletes = matches!(event, Event::Delete | Event::Update);
-    match last {
-        Some(last) if last.query > query => (
+    match last.query.cmp(&query) {
+        Ordering::Greater => (
             true,
             LastSync {
                 added: true,
                 ..last
             },
         ),
-        Some(last) if last.query == query => {
+        Ordering::Equal => {
             let reconcile = last.added && deletes;
             let added = last.added || adds || reconcile;
             (reconcile, LastSync { query, added })
         }
-        _ => (false, LastSync { query, added: adds }),
+        Ordering::Less => (false, LastSync { query, added: adds }),
     }
 }
 

@@ -194,7 +194,7 @@ SELECT s.n, s.shape, min(r.rows) AS rows, count(DISTINCT r.content) = 1 AS same,
        max(r.result) FILTER (WHERE r.tbl = 'p1') AS p1, max(r.result) FILTER (WHERE r.tbl = 'p2') AS p2
 FROM shapes s LEFT JOIN shape_results r USING (n) GROUP BY s.n, s.shape ORDER BY s.n;
 
--- Several shapes in one transaction, one in a savepoint rolled back, and in a function (its
+-- Several shapes in one transaction, one in a savepoint rolled back, and in a DO block (its
 -- statements run through SPI).
 CALL shape_reset('s1');
 CALL shape_reset('s2');
@@ -218,6 +218,24 @@ BEGIN
     WITH u AS (UPDATE s2 SET id = id + 1000 WHERE id IN (9, 10) RETURNING *) INSERT INTO s2 SELECT id - 1000, body FROM u LIMIT 1;
 END $$;
 SELECT shape_check('s1') AS s1, shape_check('s2') AS s2;
+-- (under REPEATABLE READ, in a SQL function, and in a procedure that commits between them)
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+WITH d AS (DELETE FROM s1 WHERE id IN (13, 14) RETURNING *) INSERT INTO s1 SELECT * FROM d LIMIT 1;
+WITH u AS (UPDATE s2 SET id = id + 1000 WHERE id IN (13, 14) RETURNING *) INSERT INTO s2 SELECT id - 1000, body FROM u LIMIT 1;
+COMMIT;
+CREATE FUNCTION shape_sql() RETURNS void LANGUAGE sql AS $$
+    WITH d AS (DELETE FROM s1 WHERE id IN (15, 16) RETURNING *) INSERT INTO s1 SELECT * FROM d LIMIT 1;
+    WITH u AS (UPDATE s1 SET id = id + 1000 WHERE id IN (17, 18) RETURNING *) INSERT INTO s1 SELECT id - 1000, body FROM u LIMIT 1;
+$$;
+SELECT shape_sql();
+CREATE PROCEDURE shape_commits() LANGUAGE plpgsql AS $$
+BEGIN
+    WITH d AS (DELETE FROM s2 WHERE id IN (15, 16) RETURNING *) INSERT INTO s2 SELECT * FROM d LIMIT 1;
+    COMMIT;
+    WITH u AS (UPDATE s2 SET id = id + 1000 WHERE id IN (17, 18) RETURNING *) INSERT INTO s2 SELECT id - 1000, body FROM u LIMIT 1;
+END $$;
+CALL shape_commits();
+SELECT shape_check('s1') AS s1, shape_check('s2') AS s2;
 
 -- What the attack was after: a row its query wrote again is still found, and still stops
 -- its near-duplicates under 'reject'.
@@ -231,5 +249,5 @@ SELECT shape_check('s2') AS s2;
 
 DROP VIEW shape_runs;
 DROP TABLE s1, s2, p1, p2, shapes, shape_results;
-DROP PROCEDURE shape_reset(regclass);
-DROP FUNCTION shape_check(regclass), shape_delete(regclass, bigint), shape_doom(), shape_rewrite();
+DROP PROCEDURE shape_reset(regclass), shape_commits();
+DROP FUNCTION shape_sql(), shape_check(regclass), shape_delete(regclass, bigint), shape_doom(), shape_rewrite();
