@@ -26,6 +26,7 @@
 //! deletes the band rows whose id is no longer in the table.
 
 use std::cell::RefCell;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::ffi::{c_int, CStr};
@@ -142,11 +143,11 @@ fn _minhash_sync<'a>(
                     None => BandTable::open(cfg, cfg.def.band_table, tbl, owner, ext),
                 };
                 // (on a Citus shard, rows are written on the workers a statement runs on)
-                let followed = shard.is_none()
+                let reconciles = shard.is_none()
                     && event != Event::Truncate
-                    && followed_sync(cfg.def.band_table);
+                    && must_reconcile(cfg.def.band_table, event);
                 match event {
-                    _ if followed => {
+                    _ if reconciles => {
                         reconcile(data, cfg, &band, event);
                         band.close();
                     }
@@ -277,47 +278,97 @@ unsafe fn unchecked_updates(rel: pg_sys::Relation, sync_fn: pg_sys::Oid) -> bool
 /// The duplicate check's trigger function.
 const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
 
-/// Of one band table in this transaction: how many times a sync trigger wrote it, and that
-/// count as each trigger depth's last sync left it.
-#[derive(Default)]
-struct Firings {
-    count: u64,
-    last_at_depth: HashMap<i32, u64>,
+/// Of one band table in this transaction: the query whose sync trigger wrote it last (its
+/// [`running_query`]), and whether a sync of that query added band rows. The default, the
+/// first command with nothing added, tells a sync what no sync would.
+#[derive(Clone, Copy, Default)]
+struct LastSync {
+    query: pg_sys::CommandId,
+    added: bool,
 }
 
 thread_local! {
-    /// The [`Firings`] of each band table, of the transaction with this top-level id.
-    static FIRINGS: RefCell<(pg_sys::TransactionId, HashMap<pg_sys::Oid, Firings>)> =
+    /// The [`LastSync`] of each band table, of the transaction with this top-level id.
+    static LAST_SYNC: RefCell<(pg_sys::TransactionId, HashMap<pg_sys::Oid, LastSync>)> =
         RefCell::new((pg_sys::InvalidTransactionId, HashMap::new()));
 }
 
-/// Whether another sync trigger wrote band table `band` since the last sync at this trigger
-/// depth (or ever in this transaction, if there was none): a nested statement (run by a trigger
-/// of the statement whose sync this is, between its writes and its sync), or another
-/// data-modifying part of the same query (a writable CTE), whose sync fired first. Then the
-/// statement's transition tables need not describe the rows as the table holds them now, nor
-/// the band rows as the band table holds them, and this sync [`reconcile`]s. Records this
-/// firing.
-fn followed_sync(band: pg_sys::Oid) -> bool {
-    let depth = claim::trigger_depth();
+/// The query whose statement triggers fire now, as the command id its snapshot reads at
+/// (PostgreSQL fires the AFTER STATEMENT triggers of every part of a query at the query's end,
+/// under the query's snapshot). A query started later in the transaction has a greater one: a
+/// data-modifying query uses its command id, so the next one gets another. None without an
+/// active snapshot.
+fn running_query() -> Option<pg_sys::CommandId> {
+    // SAFETY: reads the active snapshot, if there is one.
+    unsafe { pg_sys::ActiveSnapshotSet().then(|| (*pg_sys::GetActiveSnapshot()).curcid) }
+}
+
+/// Whether this sync of `event` on band table `band` must [`reconcile`] rather than replay its
+/// transition tables as a delta (see [`after_last_sync`]). Records this firing: one hash
+/// lookup.
+fn must_reconcile(band: pg_sys::Oid, event: Event) -> bool {
     // SAFETY: reads the transaction's state. (InvalidTransactionId while it has written
-    // nothing: no sync before it wrote anything either, and the counts start again with its
-    // first write.)
+    // nothing: no sync before it wrote anything had rows to sync either.)
     let xact = unsafe { pg_sys::GetTopTransactionIdIfAny() };
-    FIRINGS.with_borrow_mut(|(owner, firings)| {
+    let query = running_query();
+    LAST_SYNC.with_borrow_mut(|(owner, last)| {
         if *owner != xact {
             *owner = xact;
-            firings.clear();
+            last.clear();
         }
-        let Firings {
-            count,
-            last_at_depth,
-        } = firings.entry(band).or_default();
-        let followed = last_at_depth.get(&depth).copied().unwrap_or(0) != *count;
-        *count += 1;
-        last_at_depth.insert(depth, *count);
-        followed
+        let slot = last.entry(band).or_default();
+        let (reconcile, next) = match query {
+            Some(query) => after_last_sync(*slot, query, event),
+            // (no query to place it in: it reconciles, and so does every sync of a query
+            // started before now that follows it)
+            None => {
+                // SAFETY: reads the transaction's command counter.
+                let now = unsafe { pg_sys::GetCurrentCommandId(false) };
+                let query = slot.query.max(now);
+                (true, LastSync { query, added: true })
+            }
+        };
+        *slot = next;
+        reconcile
     })
+}
+
+/// Whether a sync of `event` of the query `query` must reconcile, given the last sync of the
+/// band table in the transaction, and what it leaves as the last sync.
+///
+/// Replaying a statement's transition tables as a delta is exact when the band rows of its ids
+/// are those of the rows as they were before it wrote them. All parts of a query write their
+/// rows before the first of its syncs fires, and the syncs fire in an order the plan picks (a
+/// CTE that a LIMIT leaves unfinished is run to completion after the query's main part, so its
+/// sync comes last). The parts delete and update only rows that were there before the query
+/// (a query does not see the rows it wrote), so replaying the query's deltas is exact if every
+/// delete of band rows comes before every add of band rows of the same id. So a sync
+/// reconciles when
+/// - a sync of a query started after this one came first: a nested statement (run by a
+///   trigger or a function of this query) wrote the table between this query's writes and its
+///   sync, or
+/// - it deletes band rows (DELETE, UPDATE) and an earlier sync of the same query added some.
+///
+/// The first sync of a query, and one that only adds band rows after the deletes of its query,
+/// replay the delta.
+fn after_last_sync(last: LastSync, query: pg_sys::CommandId, event: Event) -> (bool, LastSync) {
+    let adds = matches!(event, Event::Insert | Event::Update);
+    let deletes = matches!(event, Event::Delete | Event::Update);
+    match last.query.cmp(&query) {
+        Ordering::Greater => (
+            true,
+            LastSync {
+                added: true,
+                ..last
+            },
+        ),
+        Ordering::Equal => {
+            let reconcile = last.added && deletes;
+            let added = last.added || adds || reconcile;
+            (reconcile, LastSync { query, added })
+        }
+        Ordering::Less => (false, LastSync { query, added: adds }),
+    }
 }
 
 /// Makes the band rows of every id the statement touched (the ids of its transition rows) those
