@@ -277,34 +277,33 @@ impl Index {
     }
 
     /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
-    /// changed since they were read (see [`IndexDef::read`]).
+    /// changed since they were read (see [`IndexDef::read`]), each band table locked. (A
+    /// lookup asks `IndexDef::snapshot_predates` before it reads the band table.)
     pub(super) fn of_table(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
     ) -> Indexes {
-        let lock = |cfgs: &Indexes| {
-            for cfg in cfgs.iter() {
-                // SAFETY: a lock by OID; a relation dropped meanwhile is locked harmlessly.
-                unsafe {
-                    pg_sys::LockRelationOid(cfg.def.band_table, pg_sys::AccessShareLock as i32)
-                };
-            }
-        };
         if let Some(cfgs) = cached(tbl) {
             // Lock what the lookup reads, as its first read would; that brings in every
-            // invalidation committed meanwhile (a dropped index, a changed row), and the entry
-            // is used only if it survives them. The locks then keep the band table's indexes
-            // from being dropped until the transaction ends.
-            // SAFETY: a lock by OID, as above.
-            unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
-            lock(&cfgs);
+            // invalidation committed meanwhile (a dropped index, a changed row, a format
+            // conversion it waited for), and the entry is used only if it survives them. The
+            // locks then keep the band table's indexes from being dropped until the transaction
+            // ends.
+            // SAFETY: locks by OID; a relation dropped meanwhile is locked harmlessly.
+            unsafe {
+                pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32);
+                for cfg in cfgs.iter() {
+                    pg_sys::LockRelationOid(cfg.def.band_table, pg_sys::AccessShareLock as i32);
+                }
+            }
             if let Some(cfgs) = cached(tbl) {
                 return cfgs;
             }
         }
         // The table first: minhash_index_drop takes it before it drops the band table, so the
-        // band table read next cannot go away before this transaction ends.
+        // band table read next cannot go away before this transaction ends; `IndexDef::read`
+        // locks the band tables before it checks their rows.
         // SAFETY: a lock by OID, as above.
         unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
         let schema = Extension::of_function(fn_oid).quoted_schema();
@@ -312,7 +311,6 @@ impl Index {
             .into_iter()
             .map(|def| Rc::new(Index::new(&schema, def)))
             .collect();
-        lock(&cfgs);
         if !cfgs.is_empty() {
             INDEXES.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
         }
