@@ -435,10 +435,15 @@ impl IndexDef {
     /// column and no row-level security hiding rows, as PostgreSQL decides whether a unique
     /// violation's DETAIL may show the key.
     pub(super) fn may_see_ids(&self) -> bool {
+        !self.hides_rows() && self.may_select(&[&self.id_column])
+    }
+
+    /// Whether row-level security applies to the current user on the table: a query of it
+    /// returns only the rows its policies show (with `row_security` off, would fail).
+    pub(super) fn hides_rows(&self) -> bool {
         // SAFETY: a row-level security check by OID.
         let rls = unsafe { pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true) };
-        rls != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-            && self.may_select(&[&self.id_column])
+        rls == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
     }
 
     /// Whether the current user may SELECT `columns` of the table: table-level SELECT, or
@@ -511,7 +516,8 @@ type CatalogRow = (
 /// (true for a format that is not one: `IndexDef::from_row` refuses it).
 fn describes_band_table(row: &CatalogRow) -> bool {
     let (band_table, format) = (row.1, row.6);
-    BandFormat::of_catalog(format).is_none_or(|format| attnum(band_table, &format.key_column(0)) > 0)
+    BandFormat::of_catalog(format)
+        .is_none_or(|format| attnum(band_table, &format.key_column(0)) > 0)
 }
 
 /// `tbl` and, if it is partitioned, every table of its partition tree below it, each locked

@@ -565,50 +565,44 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
         trace.keys,
         read(trace.band_index)
     ));
-    // The band rows are read as the owner: where row-level security hides rows from the
-    // caller, their counts would tell how many hidden rows resemble the text, so only what
-    // the caller's own query returns is shown (as a unique violation's DETAIL is withheld).
-    if !def.may_see_ids() {
+    // Where row-level security hides rows from the caller, the lookup did nothing with a
+    // hidden row but read its band rows under the keys and ask the caller's query for it: the
+    // counts are of the rows that query returned (`lookup::traced`).
+    if trace.visible_only {
         lines.push(format!(
-            "  Band rows and candidates: not shown (row-level security hides rows of {} from the \
-             current user); texts read {}",
-            regclass_name(def.tbl),
-            read(trace.row_index)
+            "  Row-level security hides rows of {} from the current user: the counts below are \
+             of the rows it may see",
+            regclass_name(def.tbl)
+        ));
+    }
+    lines.extend([
+        format!("  Band rows sharing a key: {}", trace.band_rows),
+        format!(
+            "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
+             candidates",
+            trace.min_bits,
+            def.k.min(BAND_SKETCH_BITS),
+            trace.passed,
+            trace.candidates
+        ),
+    ]);
+    if trace.remote {
+        lines.push(format!(
+            "  Candidates verified on the Citus workers: {}",
+            trace.candidates
         ));
     } else {
-        lines.extend([
-            format!("  Band rows sharing a key: {}", trace.band_rows),
-            format!(
-                "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
-                 candidates",
-                trace.min_bits,
-                def.k.min(BAND_SKETCH_BITS),
-                trace.passed,
-                trace.candidates
-            ),
-        ]);
-        if trace.remote {
-            lines.push(format!(
-                "  Candidates verified on the Citus workers: {}",
-                trace.candidates
-            ));
-        } else {
-            lines.push(format!(
-                "  Candidates verified: {}, texts read {}",
-                trace.candidates,
-                read(trace.row_index)
-            ));
-        }
+        lines.push(format!(
+            "  Candidates verified: {}, texts read {}",
+            trace.candidates,
+            read(trace.row_index)
+        ));
     }
     if let Some(scan) = &trace.scan {
-        let counts = if def.may_see_ids() {
-            format!(
-                ": {} band rows read, {} rows verified",
-                scan.rows_read, scan.verified
-            )
-        } else {
-            String::new()
-        };
+        let counts = format!(
+            ": {} band rows read, {} rows verified",
+            scan.rows_read, scan.verified
+        );
         let rose = if scan.to_bar > scan.from_bar {
             format!(", then {} as rows were found", float8_text(scan.to_bar))
         } else {
