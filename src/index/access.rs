@@ -198,16 +198,19 @@ pub(super) struct Index {
     pub(super) sql: [String; 2],
     /// The query of a lookup that reads every row's sketch (see [`Index::scan_sql`]).
     pub(super) scan_sql: String,
+    /// The queries through which a lookup that row-level security hides rows from learns
+    /// which rows the caller may see (see [`Index::visible_sql`]).
+    pub(super) visible_sql: [String; 2],
     /// Of a Citus table's index, the two queries of the lookups of many texts at
     /// once (`lookup::batch`): `(key, id, sketch1, sketch2)` of the band rows with one of the
     /// keys `$1`, then `(id, text)` of the rows with the ids `$1` (as the second query of a
     /// table of this node).
     pub(super) batch_sql: Option<[String; 2]>,
     /// Of an index of a Citus table distributed by a tenant, the lookup's queries within one
-    /// tenant (`lookup::similar`): those of `sql` and `scan_sql`, with the tenant as
-    /// their last parameter (`$2`, `$3` and `$6`), which Citus sends to the one shard that
-    /// holds the tenant's rows.
-    pub(super) tenant_sql: Option<[String; 3]>,
+    /// tenant (`lookup::similar`): those of `sql`, `scan_sql` and `visible_sql`, with the
+    /// tenant as their last parameter (`$2`, `$3`, `$6`, `$2` and `$1`), which Citus sends to
+    /// the one shard that holds the tenant's rows.
+    pub(super) tenant_sql: Option<[String; 5]>,
 }
 
 impl Index {
@@ -277,34 +280,33 @@ impl Index {
     }
 
     /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
-    /// changed since they were read (see [`IndexDef::read`]).
+    /// changed since they were read (see [`IndexDef::read`]), each band table locked. (A
+    /// lookup asks `IndexDef::snapshot_predates` before it reads the band table.)
     pub(super) fn of_table(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
     ) -> Indexes {
-        let lock = |cfgs: &Indexes| {
-            for cfg in cfgs.iter() {
-                // SAFETY: a lock by OID; a relation dropped meanwhile is locked harmlessly.
-                unsafe {
-                    pg_sys::LockRelationOid(cfg.def.band_table, pg_sys::AccessShareLock as i32)
-                };
-            }
-        };
         if let Some(cfgs) = cached(tbl) {
             // Lock what the lookup reads, as its first read would; that brings in every
-            // invalidation committed meanwhile (a dropped index, a changed row), and the entry
-            // is used only if it survives them. The locks then keep the band table's indexes
-            // from being dropped until the transaction ends.
-            // SAFETY: a lock by OID, as above.
-            unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
-            lock(&cfgs);
+            // invalidation committed meanwhile (a dropped index, a changed row, a format
+            // conversion it waited for), and the entry is used only if it survives them. The
+            // locks then keep the band table's indexes from being dropped until the transaction
+            // ends.
+            // SAFETY: locks by OID; a relation dropped meanwhile is locked harmlessly.
+            unsafe {
+                pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32);
+                for cfg in cfgs.iter() {
+                    pg_sys::LockRelationOid(cfg.def.band_table, pg_sys::AccessShareLock as i32);
+                }
+            }
             if let Some(cfgs) = cached(tbl) {
                 return cfgs;
             }
         }
         // The table first: minhash_index_drop takes it before it drops the band table, so the
-        // band table read next cannot go away before this transaction ends.
+        // band table read next cannot go away before this transaction ends; `IndexDef::read`
+        // locks the band tables before it checks their rows.
         // SAFETY: a lock by OID, as above.
         unsafe { pg_sys::LockRelationOid(tbl, pg_sys::AccessShareLock as i32) };
         let schema = Extension::of_function(fn_oid).quoted_schema();
@@ -312,7 +314,6 @@ impl Index {
             .into_iter()
             .map(|def| Rc::new(Index::new(&schema, def)))
             .collect();
-        lock(&cfgs);
         if !cfgs.is_empty() {
             INDEXES.with_borrow_mut(|configs| configs.insert(tbl, Rc::clone(&cfgs)));
         }
@@ -376,26 +377,46 @@ impl Index {
             batch_sql = Some([keyed, rows]);
             tenant_sql = def.tenant.as_ref().map(|tenant| {
                 let equal = equality_operator(tenant.key.oid);
+                let column = quote_ident_str(&tenant.column);
+                let [among, all] = Self::visible_sql(&def);
                 [
                     format!("{} AND b.tenant {equal} $2", sql[0]),
-                    format!(
-                        "{} AND t.{} {equal} $3",
-                        sql[1],
-                        quote_ident_str(&tenant.column)
-                    ),
+                    format!("{} AND t.{column} {equal} $3", sql[1]),
                     Self::scan_sql(&def, &format!(" WHERE b.tenant {equal} $6")),
+                    format!("{among} AND t.{column} {equal} $2"),
+                    format!("{all} WHERE t.{column} {equal} $1"),
                 ]
             });
         }
         let scan_sql = Self::scan_sql(&def, "");
+        let visible_sql = Self::visible_sql(&def);
         Index {
             def,
             placement,
             sql,
             scan_sql,
+            visible_sql,
             batch_sql,
             tenant_sql,
         }
+    }
+
+    /// The queries a lookup runs as the caller where row-level security hides rows of the table
+    /// from it (`lookup`), whose policies filter the rows before anything else reads them: the
+    /// ids of the rows with the ids `$1` (one int8[] or id-type array parameter), through the
+    /// table's unique index on the id; then the ids of every row.
+    fn visible_sql(def: &IndexDef) -> [String; 2] {
+        let id = quote_ident_str(&def.id_column);
+        let cast = if def.key.integer {
+            "::pg_catalog.int8"
+        } else {
+            ""
+        };
+        let all = format!("SELECT t.{id}{cast} FROM {} t", qualified_name(def.tbl));
+        [
+            format!("{all} WHERE t.{id} OPERATOR(pg_catalog.=) ANY ($1)"),
+            all,
+        ]
     }
 
     /// The query of a lookup that reads the band sketch of every row (`lookup`): `(id,

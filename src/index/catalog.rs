@@ -9,6 +9,7 @@ use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
 use crate::core::params::{check_threshold, Banding, Shingling};
+use crate::pg::backend::{uses_transaction_snapshot, with_latest_snapshot};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{qualified, regclass_name, Regclass};
 use crate::pg::tuple::{attnum, column};
@@ -100,6 +101,9 @@ pub(super) struct IndexDef {
     pub(super) members: Vec<pg_sys::Oid>,
     /// Of a Citus table distributed by another column than the id: that column (docs/citus.md).
     pub(super) tenant: Option<Tenant>,
+    /// The transaction that wrote the catalog row (InvalidTransactionId for a row a trigger's
+    /// arguments carry): see [`IndexDef::snapshot_predates`].
+    xmin: pg_sys::TransactionId,
 }
 
 /// The column a Citus table is distributed by when that is not its id (a tenant): the id is
@@ -185,19 +189,30 @@ impl IndexDef {
             .collect()
     }
 
-    /// The columns of a catalog row `i` that [`IndexDef::catalog_rows`] reads, with `xmax`
-    /// for its xmax.
-    fn select_list(xmax: &str) -> String {
+    /// The columns of a catalog row `i` that [`IndexDef::catalog_rows`] reads, with `xmin`
+    /// for its xmin.
+    fn select_list(xmin: &str) -> String {
         format!(
             "SELECT i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
                     i.band_table::pg_catalog.oid, i.k, i.ngram, i.unit, i.threshold, i.bands,
-                    i.rows_per_band, {xmax}::pg_catalog.text::pg_catalog.int8, i.text_expression,
+                    i.rows_per_band, {xmin}::pg_catalog.text::pg_catalog.int8, i.text_expression,
                     i.format"
         )
     }
 
-    /// The catalog rows of `tbl`, read through the catalog of the extension whose function
-    /// `fn_oid` is running.
+    /// The catalog rows of `tbl` (whose lock the caller holds), read through the catalog of
+    /// the extension whose function `fn_oid` is running, each checked only once the band table
+    /// it names is locked: a format conversion or a drop of the index holds its band table until
+    /// it commits, and its catalog row is then read as it left it.
+    ///
+    /// A function's statement took its snapshot before the function locked anything, so under
+    /// READ COMMITTED the rows are read as they are now, as PostgreSQL reads its own catalogs
+    /// once it holds its locks, and again if a lock waited for a change to commit (as
+    /// `RangeVarGetRelidExtended` does); whoever reads the band table or the table under the
+    /// statement's snapshot then asks [`IndexDef::snapshot_predates`]. Under REPEATABLE READ
+    /// and SERIALIZABLE they are read under the transaction's snapshot, and a row that no
+    /// longer describes its band table (dropped, or converted to another format) because the
+    /// index changed after that snapshot fails with 40001 ([`concurrent_index_change`]).
     pub(super) fn read(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
@@ -207,15 +222,39 @@ impl IndexDef {
         let sql = format!(
             "{} FROM {schema}.minhash_indexes i WHERE i.tbl OPERATOR(pg_catalog.=) $1
              ORDER BY i.band_table::pg_catalog.oid",
-            Self::select_list("i.xmax")
+            Self::select_list("i.xmin")
         );
-        let rows = with_prepared(
-            client,
-            &sql,
-            PgOid::BuiltIn(PgBuiltInOids::OIDOID),
-            tbl.into(),
-            Self::catalog_rows,
-        );
+        let read = || {
+            let rows = with_prepared(
+                client,
+                &sql,
+                PgOid::BuiltIn(PgBuiltInOids::OIDOID),
+                tbl.into(),
+                Self::catalog_rows,
+            );
+            for row in &rows {
+                // SAFETY: a lock by OID; a band table dropped meanwhile is locked harmlessly.
+                unsafe { pg_sys::LockRelationOid(row.1, pg_sys::AccessShareLock as i32) };
+            }
+            rows
+        };
+        let rows = if uses_transaction_snapshot() {
+            let rows = read();
+            if !rows.iter().all(describes_band_table) && with_latest_snapshot(read) != rows {
+                concurrent_index_change(tbl);
+            }
+            rows
+        } else {
+            loop {
+                // SAFETY: reads a counter of this backend.
+                let seen = unsafe { pg_sys::SharedInvalidMessageCounter };
+                let rows = with_latest_snapshot(read);
+                // SAFETY: as above.
+                if seen == unsafe { pg_sys::SharedInvalidMessageCounter } {
+                    break rows;
+                }
+            }
+        };
         // (read once for all the table's indexes)
         let members = if rows.is_empty() {
             Vec::new()
@@ -239,7 +278,7 @@ impl IndexDef {
                 (int(4)?, int(5)?, text(6)?),
                 row.get::<f64>(7)?.expect("NOT NULL column"),
                 (int(8)?, int(9)?),
-                row.get::<i64>(10)?.expect("a row's xmax is never NULL"),
+                row.get::<i64>(10)?.expect("a row's xmin is never NULL"),
                 // (NULL in the arguments of a sync trigger made before format 2)
                 row.get::<i32>(12)?.unwrap_or(1),
             ));
@@ -255,22 +294,9 @@ impl IndexDef {
             (k, ngram, unit),
             threshold,
             banding,
-            xmax,
+            xmin,
             format,
         ) = row;
-        // A row deleted since the snapshot was taken that names a band table dropped since: the
-        // index was dropped (and maybe created again) while the statement waited for its lock.
-        // SAFETY: a syscache lookup (always current, unlike the snapshot that read the row) and
-        // a commit log lookup of a transaction id that a row carries.
-        unsafe {
-            let xmax = pg_sys::TransactionId::from_inner(xmax as u32);
-            if pg_sys::get_rel_name(band_table).is_null()
-                && xmax != pg_sys::InvalidTransactionId
-                && pg_sys::TransactionIdDidCommit(xmax)
-            {
-                concurrent_index_change(tbl);
-            }
-        }
         // Every value of the row is input (its table's owner may write it): checked here, and
         // the column types taken from pg_attribute, never from the row.
         let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
@@ -343,7 +369,28 @@ impl IndexDef {
             threshold,
             members: members.to_vec(),
             tenant: Tenant::of(tbl, band_table, &id_column_name),
+            xmin: pg_sys::TransactionId::from_inner(xmin as u32),
         }
+    }
+
+    /// Whether the active snapshot was taken before the catalog row was written (the index was
+    /// created or changed since: a statement that waited for a format conversion): under READ
+    /// COMMITTED, a lookup then reads the band table and the table under a new snapshot, which
+    /// sees what the change wrote, as a statement starting after it would; under REPEATABLE
+    /// READ and SERIALIZABLE this raises 40001 ([`concurrent_index_change`]).
+    pub(super) fn snapshot_predates(&self) -> bool {
+        // SAFETY: reads of the transaction's state and a snapshot lookup of a transaction id
+        // that a row carries.
+        let newer = unsafe {
+            self.xmin != pg_sys::InvalidTransactionId
+                && pg_sys::ActiveSnapshotSet()
+                && !pg_sys::TransactionIdIsCurrentTransactionId(self.xmin)
+                && pg_sys::XidInMVCCSnapshot(self.xmin, pg_sys::GetActiveSnapshot())
+        };
+        if newer && uses_transaction_snapshot() {
+            concurrent_index_change(self.tbl);
+        }
+        newer
     }
 
     /// `(attribute number, type)` of the id column in relation `rel` (the indexed table or a
@@ -388,10 +435,15 @@ impl IndexDef {
     /// column and no row-level security hiding rows, as PostgreSQL decides whether a unique
     /// violation's DETAIL may show the key.
     pub(super) fn may_see_ids(&self) -> bool {
+        !self.hides_rows() && self.may_select(&[&self.id_column])
+    }
+
+    /// Whether row-level security applies to the current user on the table: a query of it
+    /// returns only the rows its policies show (with `row_security` off, would fail).
+    pub(super) fn hides_rows(&self) -> bool {
         // SAFETY: a row-level security check by OID.
         let rls = unsafe { pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true) };
-        rls != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-            && self.may_select(&[&self.id_column])
+        rls == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
     }
 
     /// Whether the current user may SELECT `columns` of the table: table-level SELECT, or
@@ -448,7 +500,7 @@ fn column_type(tbl: pg_sys::Oid, name: &str) -> pg_sys::Oid {
 }
 
 /// A catalog row as [`IndexDef::read`] reads it: (id column, text column, text
-/// expression), band table, (k, ngram, unit), threshold, (bands, rows per band), xmax,
+/// expression), band table, (k, ngram, unit), threshold, (bands, rows per band), xmin,
 /// format.
 type CatalogRow = (
     (String, Option<String>, Option<String>),
@@ -459,6 +511,14 @@ type CatalogRow = (
     i64,
     i32,
 );
+
+/// Whether the band table a catalog row names is there and has the columns of the row's format
+/// (true for a format that is not one: `IndexDef::from_row` refuses it).
+fn describes_band_table(row: &CatalogRow) -> bool {
+    let (band_table, format) = (row.1, row.6);
+    BandFormat::of_catalog(format)
+        .is_none_or(|format| attnum(band_table, &format.key_column(0)) > 0)
+}
 
 /// `tbl` and, if it is partitioned, every table of its partition tree below it, each locked
 /// with AccessShareLock as a query of `tbl` locks them.

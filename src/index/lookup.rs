@@ -14,6 +14,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
+use crate::core::capacity;
 use crate::core::jaccard::ShingleSet;
 use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
 use crate::core::sketch::{
@@ -56,6 +57,9 @@ pub(super) struct Trace {
     pub(super) scan: Option<ScanTrace>,
     /// The rows returned.
     pub(super) found: usize,
+    /// Whether row-level security hides rows from the caller: the counts above are then of the
+    /// rows it may see (its query of them ran before anything else was done with them).
+    pub(super) visible_only: bool,
     /// Time spent finding the candidates, and verifying them (the scan included).
     pub(super) finding: Duration,
     pub(super) verifying: Duration,
@@ -227,6 +231,10 @@ fn traced_here(
     else {
         return Vec::new();
     };
+    // Where row-level security hides rows from the caller, nothing is done with a hidden row
+    // but reading its band rows under the text's keys and asking the caller's query for it: a
+    // lookup's time tells no more of the rows hidden from it than the number under those keys.
+    let hidden = cfg.def.hides_rows();
     let direct = among.filter(|a| may_scan && a.len() <= among_verified_directly(&cfg.def.members));
     let (ids, sketch) = match direct {
         Some(among) => {
@@ -245,10 +253,11 @@ fn traced_here(
         None => {
             let entry = (keys, sketch);
             let rows = (exclude_id, among, tenant);
-            let ids = band_candidates(cfg, client, entry, want, rows, trace);
+            let ids = band_candidates(cfg, client, entry, (want, hidden), rows, trace);
             (ids, Some(sketch))
         }
     };
+    trace.visible_only = hidden;
     trace.remote = cfg.placement.verifies_remotely();
     trace.finding = start.elapsed();
     let start = Instant::now();
@@ -263,12 +272,15 @@ fn traced_here(
         if let Some(id) = exclude_id {
             verified.insert(id.clone());
         }
+        // (where rows are hidden, only those the caller's query of every row shows)
+        let shown = hidden.then(|| visible_rows(cfg, client, None, tenant));
         let scanned = scan(
             cfg,
             client,
             doc,
             sketch,
             (&verified, among, tenant),
+            shown.as_ref(),
             &mut ranked,
         );
         trace.scan = Some(scanned.0);
@@ -282,32 +294,29 @@ fn traced_here(
 
 /// The rows sharing a band key with a text of band entry `(keys, sketch)` whose band sketch
 /// agrees with its in enough bits for `want.floor` (other than `exclude_id`, and in `among` if
-/// given), sorted; the band table's part of `trace`.
+/// given), sorted; the band table's part of `trace`. With `hidden` (row-level security hides
+/// rows from the caller), of the rows the caller's query of the rows under the keys returns.
 fn band_candidates(
     cfg: &Index,
     client: &SpiClient<'_>,
     (keys, sketch): (Vec<i64>, BandSketch),
-    want: Want,
+    (want, hidden): (Want, bool),
     (exclude_id, among, tenant): (Option<&Id>, Option<&HashSet<Id>>, Option<&Id>),
     trace: &mut Trace,
 ) -> Vec<Id> {
     let min_bits = min_equal_bits(cfg.def.k, want.floor, LOOKUP_SKETCH_MISS_PROBABILITY);
-    let tenant = tenant_arg(cfg, tenant);
-    let bands_sql = match (&tenant, &cfg.tenant_sql) {
-        (Some(_), Some([bands_sql, _, _])) => bands_sql,
+    let tenant_param = tenant_arg(cfg, tenant);
+    let bands_sql = match (&tenant_param, &cfg.tenant_sql) {
+        (Some(_), Some([bands_sql, ..])) => bands_sql,
         _ => &cfg.sql[0],
     };
-    let mut ids = Vec::new();
-    let (mut band_rows, mut passed) = (0, 0);
+    let mut rows = Vec::new();
     let mut keep = |id: Id, row_sketch: [u64; 2]| {
         if Some(&id) == exclude_id || among.is_some_and(|among| !among.contains(&id)) {
             return;
         }
-        band_rows += 1;
-        if equal_bits(sketch, row_sketch, cfg.def.k) >= min_bits {
-            passed += 1;
-            ids.push(id);
-        }
+        capacity::push(&mut rows, (id, row_sketch), "the band rows of a lookup")
+            .unwrap_or_else(|e| e.fail());
     };
     let band_index = cfg.placement.band_index().filter(|index| index.usable());
     let probed = keys.len();
@@ -319,7 +328,7 @@ fn band_candidates(
         None => as_owner(relation_owner(cfg.def.tbl), || {
             let mut types = vec![PgOid::BuiltIn(PgBuiltInOids::INT8ARRAYOID)];
             let mut args = vec![keys.into()];
-            if let Some((arg, arg_type)) = tenant {
+            if let Some((arg, arg_type)) = tenant_param {
                 types.push(arg_type);
                 args.push(arg);
             }
@@ -337,6 +346,24 @@ fn band_candidates(
             })
         }),
     }
+    let shown = hidden.then(|| {
+        let mut under_keys: Vec<Id> = rows.iter().map(|(id, _)| id.clone()).collect();
+        under_keys.sort_unstable();
+        under_keys.dedup();
+        visible_rows(cfg, client, Some(&under_keys), tenant)
+    });
+    let mut ids = Vec::new();
+    let (mut band_rows, mut passed) = (0, 0);
+    for (id, row_sketch) in rows {
+        if shown.as_ref().is_some_and(|shown| !shown.contains(&id)) {
+            continue;
+        }
+        band_rows += 1;
+        if equal_bits(sketch, row_sketch, cfg.def.k) >= min_bits {
+            passed += 1;
+            ids.push(id);
+        }
+    }
     ids.sort_unstable();
     ids.dedup();
     *trace = Trace {
@@ -350,6 +377,50 @@ fn band_candidates(
         ..Trace::default()
     };
     ids
+}
+
+/// The rows the caller may see (where row-level security hides rows from it): those of `ids`
+/// (sorted, distinct) or, without, every row of the table, of `tenant` if given; read by the
+/// caller's query of them (`Index::visible_sql`), whose policies filter them.
+fn visible_rows(
+    cfg: &Index,
+    client: &SpiClient<'_>,
+    ids: Option<&[Id]>,
+    tenant: Option<&Id>,
+) -> HashSet<Id> {
+    let mut shown = HashSet::new();
+    if ids.is_some_and(|ids| ids.is_empty()) {
+        return shown;
+    }
+    let (mut args, mut types) = (Vec::new(), Vec::new());
+    if let Some(ids) = ids {
+        let (arg, arg_type) = cfg.def.key.array_arg(ids);
+        args.push(arg);
+        types.push(arg_type);
+    }
+    let tenant = tenant_arg(cfg, tenant);
+    let [among_sql, all_sql] = &cfg.visible_sql;
+    let sql = match (&tenant, &cfg.tenant_sql, ids) {
+        (Some(_), Some([.., among_sql, _]), Some(_)) => among_sql,
+        (Some(_), Some([.., all_sql]), None) => all_sql,
+        (_, _, Some(_)) => among_sql,
+        (_, _, None) => all_sql,
+    };
+    if let Some((arg, arg_type)) = tenant {
+        args.push(arg);
+        types.push(arg_type);
+    }
+    with_prepared_args(client, sql, &types, &args, |table| {
+        capacity::reserve_set(&mut shown, table.len(), "the rows a lookup may show")
+            .unwrap_or_else(|e| e.fail());
+        for_each_spi_row(table, |row| {
+            if let Some(id) = cfg.def.key.spi_id(row, 1)? {
+                shown.insert(id);
+            }
+            Ok(())
+        })
+    });
+    shown
 }
 
 /// Tenant `tenant` as an SPI argument of the queries of `cfg.tenant_sql`, and its type; None
@@ -384,8 +455,8 @@ pub(super) const BATCH_TEXTS: usize = 256;
 /// shards (`Index::batch_sql`; one lookup per text makes two per text): the band rows with any
 /// of their keys, as the owner; then the texts of every candidate the band sketches keep,
 /// with the caller's rights, verified here. None where a lookup may need to scan every
-/// row's sketch (`k`, or a floor at which the band keys do not suffice), or the index has no
-/// such queries.
+/// row's sketch (`k`, or a floor at which the band keys do not suffice), where row-level
+/// security hides rows from the caller, or where the index has no such queries.
 pub(super) fn batch(
     cfg: &Index,
     client: &SpiClient<'_>,
@@ -393,7 +464,11 @@ pub(super) fn batch(
     want: Want,
 ) -> Option<Vec<Vec<(Id, f64)>>> {
     let [bands_sql, rows_sql] = cfg.batch_sql.as_ref()?;
-    if want.k.is_some() || (want.scan && !keys_suffice(want.floor, cfg.def.banding)) {
+    // (nor where row-level security hides rows from the caller: see `traced_here`)
+    if want.k.is_some()
+        || (want.scan && !keys_suffice(want.floor, cfg.def.banding))
+        || cfg.def.hides_rows()
+    {
         return None;
     }
     let def = &cfg.def;
@@ -501,14 +576,18 @@ const SCAN_LAST_BATCH: i64 = 4096;
 /// first, and verifies each row not in `verified` that may still reach the bar of `ranked`
 /// (`core::nearest::max_differing_bits`): once a row differs in more bits, every later one
 /// does too, and the scan stops. The band table is read directly where its B-trees may be
-/// (`scan::BandHeap`), else through a cursor of its SQL query as the owner. Returns what it
-/// did, and the index the texts were read through (as [`verify`]).
+/// (`scan::BandHeap`), else through a cursor of its SQL query as the owner. With `shown`
+/// (where row-level security hides rows from the caller), only the rows it holds are taken,
+/// and the band table is read to its end whatever the bar: a hidden row costs its read alone,
+/// whatever its sketch. Returns what it did, and the index the texts were read through (as
+/// [`verify`]).
 fn scan(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,
     sketch: [u64; 2],
     (verified, among, tenant): (&HashSet<Id>, Option<&HashSet<Id>>, Option<&Id>),
+    shown: Option<&HashSet<Id>>,
     ranked: &mut Ranked<Id>,
 ) -> (ScanTrace, Option<pg_sys::Oid>) {
     let k = cfg.def.k;
@@ -523,6 +602,7 @@ fn scan(
         k,
         skip: verified,
         among,
+        shown,
         seen: HashSet::new(),
         count: None,
         pending: Vec::new(),
@@ -543,6 +623,7 @@ fn scan(
             let rows = heap.nearest(
                 |row_sketch| k.min(BAND_SKETCH_BITS) - equal_bits(sketch, row_sketch, k),
                 trace.max_differing,
+                shown,
             );
             let (mut from, mut size) = (0, SCAN_FIRST_BATCH as usize);
             while from < rows.len() {
@@ -559,9 +640,13 @@ fn scan(
                 size = (size * 2).min(SCAN_LAST_BATCH as usize);
             }
         }
-        None => scan_through_sql(cfg, client, (sketch, tenant), &mut trace, |batch, trace| {
-            sweep.take(batch, ranked, trace, &mut verify_ids)
-        }),
+        None => scan_through_sql(
+            cfg,
+            client,
+            (sketch, tenant, shown.is_some()),
+            &mut trace,
+            |batch, trace| sweep.take(batch, ranked, trace, &mut verify_ids),
+        ),
     }
     trace.to_bar = ranked.bar();
     (trace, row_index)
@@ -577,6 +662,9 @@ struct Sweep<'a> {
     skip: &'a HashSet<Id>,
     /// The only rows that may be verified, if given.
     among: Option<&'a HashSet<Id>>,
+    /// The only rows the caller may see, where row-level security hides others: the rest are
+    /// passed over as if absent.
+    shown: Option<&'a HashSet<Id>>,
     /// Rows taken (of format 1 through SQL, a row's sketch comes once per band).
     seen: HashSet<Id>,
     /// The differing bits of the rows taken last.
@@ -596,6 +684,9 @@ impl Sweep<'_> {
         verify: &mut impl FnMut(Vec<Id>, &mut Ranked<Id>),
     ) -> bool {
         for (id, differing) in rows {
+            if self.shown.is_some_and(|shown| !shown.contains(&id)) {
+                continue;
+            }
             if self.count != Some(differing) {
                 // (a threshold lookup's bar stays where it is: its rows are verified in
                 // batches)
@@ -635,11 +726,12 @@ impl Sweep<'_> {
 
 /// [`scan`]'s read through a cursor of the band table's SQL query (`Index::scan_sql`), as the
 /// table's owner: hands `take` the rows `(id, differing bits)` in batches, fewest differing
-/// first (then by id), until it says it is done or they run out.
+/// first (then by id), until it says it is done or they run out; with `whole`, every row, to
+/// the end (rows are hidden from the caller: see [`scan`]).
 fn scan_through_sql(
     cfg: &Index,
     client: &SpiClient<'_>,
-    (sketch, tenant): ([u64; 2], Option<&Id>),
+    (sketch, tenant, whole): ([u64; 2], Option<&Id>, bool),
     trace: &mut ScanTrace,
     mut take: impl FnMut(Vec<(Id, usize)>, &mut ScanTrace) -> bool,
 ) {
@@ -649,18 +741,19 @@ fn scan_through_sql(
         used => ((1u64 << used) - 1) as i64,
     };
     let int8 = PgOid::BuiltIn(PgBuiltInOids::INT8OID);
+    let reach = if whole { slots } else { trace.max_differing };
     let mut args = vec![
         (sketch[0] as i64).into(),
         (sketch[1] as i64).into(),
         mask(0).into(),
         mask(1).into(),
-        (trace.max_differing as i64).into(),
+        (reach as i64).into(),
     ];
     let mut types = vec![int8; 5];
     // (within a tenant, the band rows of its shard only)
     let tenant = tenant_arg(cfg, tenant);
     let sql = match (tenant, &cfg.tenant_sql) {
-        (Some((arg, arg_type)), Some([_, _, scan_sql])) => {
+        (Some((arg, arg_type)), Some([_, _, scan_sql, ..])) => {
             args.push(arg);
             types.push(arg_type);
             scan_sql
@@ -690,7 +783,8 @@ fn scan_through_sql(
                 Ok::<_, pgrx::spi::Error>(rows)
             })
             .unwrap_or_else(|e| spi_failed(e));
-            done = take(batch, trace) || fetched < size as usize;
+            // (`take` passes over the rows beyond the bar once it is done)
+            done = (take(batch, trace) && !whole) || fetched < size as usize;
             size = (size * 2).min(SCAN_LAST_BATCH);
         }
     });
@@ -708,7 +802,7 @@ fn verify(
 ) -> Option<pg_sys::Oid> {
     let tenant = tenant_arg(cfg, tenant);
     let rows_sql = match (&tenant, &cfg.tenant_sql) {
-        (Some(_), Some([_, rows_sql, _])) => rows_sql,
+        (Some(_), Some([_, rows_sql, ..])) => rows_sql,
         _ => &cfg.sql[1],
     };
     if cfg.placement.verifies_remotely() {

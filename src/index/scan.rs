@@ -14,6 +14,7 @@
 //! isolation level, with a dirty snapshot, as a constraint check does (`scan_dirty`,
 //! `fetch_dirty`).
 
+use std::collections::HashSet;
 use std::ptr;
 
 use pgrx::pg_sys;
@@ -497,14 +498,14 @@ impl BandIndex {
         let (table, key, read) = match self {
             BandIndex::PerBand {
                 direct,
-                columns: [_, sketch1, sketch2],
+                columns: [id, sketch1, sketch2],
                 key,
             } => (
                 direct.table,
                 *key,
                 SketchRead::FirstBand {
                     index: *direct,
-                    sketches: [*sketch1, *sketch2],
+                    columns: [*id, *sketch1, *sketch2],
                 },
             ),
             BandIndex::PerRow {
@@ -548,10 +549,10 @@ enum SketchRead {
     Heap { sketches: [i16; 2] },
     /// Of format 1, the entries of the first band's keys in the `(key, ...)` B-tree, as an
     /// index-only scan reads them (one per row, where the heap holds one per row and band):
-    /// the positions of `sketch1` and `sketch2` among its columns.
+    /// the positions of `id`, `sketch1` and `sketch2` among its columns.
     FirstBand {
         index: DirectIndex,
-        sketches: [usize; 2],
+        columns: [usize; 3],
     },
 }
 
@@ -589,16 +590,26 @@ impl NearRow {
 
 impl BandHeap {
     /// The band rows the active snapshot sees whose sketch differs (`differing`) from the
-    /// text's in at most `max_differing` bits, fewest first. Only after [`BandIndex::usable`].
+    /// text's in at most `max_differing` bits, fewest first; with `shown`, of the rows whose
+    /// ids it holds only (the others cost the same whatever their sketch). Only after
+    /// [`BandIndex::usable`].
     pub(super) fn nearest(
         &self,
         differing: impl Fn([u64; 2]) -> usize,
         max_differing: usize,
+        shown: Option<&HashSet<Id>>,
     ) -> Vec<NearRow> {
         const WHAT: &str = "the rows a lookup's scan keeps";
         // one list per count of differing bits, each in the order read
         let mut kept: Vec<Vec<NearRow>> = vec![Vec::new(); max_differing + 1];
-        let mut keep = |sketch: [u64; 2], tid: &pg_sys::ItemPointerData| {
+        let mut keep = |sketch: [u64; 2], tid: &pg_sys::ItemPointerData, id: pg_sys::Datum| {
+            if let Some(shown) = shown {
+                // SAFETY: the band table's id, stored as the key type (bigint for integer keys).
+                let id = unsafe { self.key.id(id, pg_sys::INT8OID) };
+                if !shown.contains(&id) {
+                    return;
+                }
+            }
             let bits = differing(sketch);
             if bits <= max_differing {
                 capacity::push(&mut kept[bits], NearRow::new(bits, tid), WHAT)
@@ -608,9 +619,11 @@ impl BandHeap {
         // SAFETY: after `usable`, under the active snapshot.
         unsafe {
             match self.read {
-                SketchRead::Heap { sketches } => read_heap(self.table, sketches, &mut keep),
-                SketchRead::FirstBand { index, sketches } => {
-                    read_first_band(&index, sketches, &mut keep)
+                SketchRead::Heap { sketches } => {
+                    read_heap(self.table, [self.id, sketches[0], sketches[1]], &mut keep)
+                }
+                SketchRead::FirstBand { index, columns } => {
+                    read_first_band(&index, columns, &mut keep)
                 }
             }
         }
@@ -679,17 +692,18 @@ impl BandHeap {
     }
 }
 
-/// [`BandHeap::nearest`] of format 2: `keep(sketch, tid)` for every band row of `table` the
-/// active snapshot sees, read as a sequential scan reads them.
+/// [`BandHeap::nearest`] of format 2: `keep(sketch, tid, id)` for every band row of `table`
+/// the active snapshot sees, read as a sequential scan reads them.
 ///
 /// # Safety
-/// After [`BandIndex::usable`]; `sketches` are attribute numbers of int8 columns of `table`.
+/// After [`BandIndex::usable`]; `columns` are the attribute numbers of `id` and of `sketch1`
+/// and `sketch2`, int8 columns of `table`.
 unsafe fn read_heap(
     table: pg_sys::Oid,
-    sketches: [i16; 2],
-    keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData),
+    columns: [i16; 3],
+    keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData, pg_sys::Datum),
 ) {
-    let last = sketches[0].max(sketches[1]);
+    let last = columns.iter().copied().max().unwrap_or(0);
     // SAFETY: per the contract; the relation is locked for the scan, and the scan and slot
     // are released at the end (an error releases them with the transaction). A slot's values
     // are read while it holds the tuple.
@@ -706,10 +720,10 @@ unsafe fn read_heap(
             pg_sys::slot_getsomeattrs_int(slot, i32::from(last));
             let value = |attnum: i16| {
                 let i = attnum as usize - 1;
-                (!*(*slot).tts_isnull.add(i)).then(|| (*(*slot).tts_values.add(i)).value() as u64)
+                (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
             };
-            if let (Some(s1), Some(s2)) = (value(sketches[0]), value(sketches[1])) {
-                keep([s1, s2], &(*slot).tts_tid);
+            if let [Some(id), Some(s1), Some(s2)] = columns.map(value) {
+                keep([s1.value() as u64, s2.value() as u64], &(*slot).tts_tid, id);
             }
         }
         pg_sys::table_endscan(scan);
@@ -718,17 +732,17 @@ unsafe fn read_heap(
     }
 }
 
-/// [`BandHeap::nearest`] of format 1: `keep(sketch, tid)` for every entry of the first band's
-/// keys in `index` whose band row the active snapshot sees, read as an index-only scan reads
-/// them (the heap only where the page is not all-visible); `tid` is the entry's.
+/// [`BandHeap::nearest`] of format 1: `keep(sketch, tid, id)` for every entry of the first
+/// band's keys in `index` whose band row the active snapshot sees, read as an index-only scan
+/// reads them (the heap only where the page is not all-visible); `tid` is the entry's.
 ///
 /// # Safety
 /// After [`BandIndex::usable`]; `index` is a band table's B-tree led by `key` (int8) whose
-/// columns `sketches` are int8.
+/// columns `columns` are `id` and the int8 `sketch1` and `sketch2`.
 unsafe fn read_first_band(
     index: &DirectIndex,
-    sketches: [usize; 2],
-    keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData),
+    columns: [usize; 3],
+    keep: &mut impl FnMut([u64; 2], &pg_sys::ItemPointerData, pg_sys::Datum),
 ) {
     let keys = keys_of_band(0);
     let bound = |strategy, proc: u32, value: u64| {
@@ -753,9 +767,10 @@ unsafe fn read_first_band(
         let snapshot = pg_sys::GetActiveSnapshot();
         index.scan_by(snapshot, true, [bounds], |scan, heap, slot| {
             reader.entries(scan, heap, slot, |values, nulls, tid, row| {
-                let [s1, s2] = sketches;
-                if !nulls[s1] && !nulls[s2] && row() != EntryRow::Gone {
-                    keep([values[s1].value() as u64, values[s2].value() as u64], tid);
+                let [id, s1, s2] = columns;
+                if !nulls[id] && !nulls[s1] && !nulls[s2] && row() != EntryRow::Gone {
+                    let sketch = [values[s1].value() as u64, values[s2].value() as u64];
+                    keep(sketch, tid, values[id]);
                 }
             });
         });

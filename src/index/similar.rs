@@ -14,6 +14,7 @@ use pgrx::{AnyElement, PgBuiltInOids, PgOid, PgSqlErrorCode};
 use crate::core::capacity;
 use crate::core::params::{candidate_probability, float8_text};
 use crate::core::sketch::BAND_SKETCH_BITS;
+use crate::pg::backend::with_new_statement_snapshot;
 use crate::pg::error::raise;
 use crate::pg::names::type_name;
 use crate::pg::names::{
@@ -35,7 +36,9 @@ use super::spi::for_each_spi_row;
 /// the k most similar, found by a scan where the band keys do not suffice; NULL: all at or
 /// above the threshold), the most rows to return (NULL: all) and the only rows that may be
 /// returned (`among`; NULL: any), and of a Citus table distributed by a tenant, the tenant
-/// whose rows alone are looked up (`tenant`; NULL: every tenant's).
+/// whose rows alone are looked up (`tenant`; NULL: every tenant's); whether the statement's
+/// snapshot predates the index (`new_snapshot`: see `IndexDef::snapshot_predates`), so that
+/// the lookups read under a new one.
 struct Lookup {
     fn_oid: pg_sys::Oid,
     tbl: pg_sys::Oid,
@@ -44,6 +47,7 @@ struct Lookup {
     max_results: Option<i32>,
     among: Option<HashSet<Id>>,
     tenant: Option<Id>,
+    new_snapshot: bool,
 }
 
 impl Lookup {
@@ -80,6 +84,17 @@ impl Lookup {
             max_results,
             among: None,
             tenant: None,
+            new_snapshot: false,
+        }
+    }
+
+    /// Runs `f`, which reads the table or its band table, under the snapshot the lookup reads
+    /// under: the statement's, or where that predates the index, a new one.
+    fn reading<T>(&self, f: impl FnOnce() -> T) -> T {
+        if self.new_snapshot {
+            with_new_statement_snapshot(f)
+        } else {
+            f()
         }
     }
 
@@ -151,19 +166,22 @@ impl Lookup {
                 })
             })
         };
-        if cfg.placement.verifies_remotely() {
-            nested_execution(resolve);
-        } else {
-            resolve();
-        }
+        self.reading(|| {
+            if cfg.placement.verifies_remotely() {
+                nested_execution(resolve);
+            } else {
+                resolve();
+            }
+        });
         self.among_ids(found.len(), found.into_iter());
     }
 
     /// The index's settings, after checking that the caller may read what a lookup reads;
     /// a NOTICE if the threshold is below what a lookup finds with full recall (see
     /// `notice_low_threshold`).
-    fn config(&self, client: &SpiClient<'_>) -> Rc<Index> {
+    fn config(&mut self, client: &SpiClient<'_>) -> Rc<Index> {
         let cfg = Index::get(client, self.fn_oid, self.tbl);
+        self.new_snapshot = cfg.def.snapshot_predates();
         cfg.def.check_readable();
         let want = self.want(&cfg);
         if !want.scan {
@@ -188,14 +206,16 @@ impl Lookup {
         let Some(doc) = doc else {
             return Vec::new();
         };
-        let mut found = lookup::traced(
-            cfg,
-            client,
-            doc,
-            self.want(cfg),
-            (None, self.among.as_ref(), self.tenant.as_ref()),
-            &mut Trace::default(),
-        );
+        let mut found = self.reading(|| {
+            lookup::traced(
+                cfg,
+                client,
+                doc,
+                self.want(cfg),
+                (None, self.among.as_ref(), self.tenant.as_ref()),
+                &mut Trace::default(),
+            )
+        });
         if let Some(max) = self.max_results {
             found.truncate(max as usize);
         }
@@ -421,7 +441,8 @@ fn matches(
         let found = Spi::connect(|client| {
             pg_sys::check_for_interrupts!();
             let want = lookup.want(&cfg);
-            lookup::batch(&cfg, client, &chunk, want).unwrap_or_else(|| {
+            let batch = lookup.reading(|| lookup::batch(&cfg, client, &chunk, want));
+            batch.unwrap_or_else(|| {
                 let similar = |doc: &Option<String>| lookup.similar(client, &cfg, doc.as_deref());
                 chunk.iter().map(similar).collect()
             })
@@ -492,13 +513,15 @@ fn minhash_explain(
     k: default!(Option<i32>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> SetOfIterator<'static, String> {
-    let lookup = Lookup::new(tbl, threshold, k, None, fcinfo);
+    let mut lookup = Lookup::new(tbl, threshold, k, None, fcinfo);
     let lines = Spi::connect(|client| {
         let cfg = lookup.config(client);
         let want = lookup.want(&cfg);
         let mut trace = Trace::default();
         if let Some(doc) = doc {
-            lookup::traced(&cfg, client, doc, want, (None, None, None), &mut trace);
+            lookup.reading(|| {
+                lookup::traced(&cfg, client, doc, want, (None, None, None), &mut trace)
+            });
         }
         explained(&cfg, want, &trace)
     });
@@ -542,50 +565,44 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
         trace.keys,
         read(trace.band_index)
     ));
-    // The band rows are read as the owner: where row-level security hides rows from the
-    // caller, their counts would tell how many hidden rows resemble the text, so only what
-    // the caller's own query returns is shown (as a unique violation's DETAIL is withheld).
-    if !def.may_see_ids() {
+    // Where row-level security hides rows from the caller, the lookup did nothing with a
+    // hidden row but read its band rows under the keys and ask the caller's query for it: the
+    // counts are of the rows that query returned (`lookup::traced`).
+    if trace.visible_only {
         lines.push(format!(
-            "  Band rows and candidates: not shown (row-level security hides rows of {} from the \
-             current user); texts read {}",
-            regclass_name(def.tbl),
-            read(trace.row_index)
+            "  Row-level security hides rows of {} from the current user: the counts below are \
+             of the rows it may see",
+            regclass_name(def.tbl)
+        ));
+    }
+    lines.extend([
+        format!("  Band rows sharing a key: {}", trace.band_rows),
+        format!(
+            "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
+             candidates",
+            trace.min_bits,
+            def.k.min(BAND_SKETCH_BITS),
+            trace.passed,
+            trace.candidates
+        ),
+    ]);
+    if trace.remote {
+        lines.push(format!(
+            "  Candidates verified on the Citus workers: {}",
+            trace.candidates
         ));
     } else {
-        lines.extend([
-            format!("  Band rows sharing a key: {}", trace.band_rows),
-            format!(
-                "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
-                 candidates",
-                trace.min_bits,
-                def.k.min(BAND_SKETCH_BITS),
-                trace.passed,
-                trace.candidates
-            ),
-        ]);
-        if trace.remote {
-            lines.push(format!(
-                "  Candidates verified on the Citus workers: {}",
-                trace.candidates
-            ));
-        } else {
-            lines.push(format!(
-                "  Candidates verified: {}, texts read {}",
-                trace.candidates,
-                read(trace.row_index)
-            ));
-        }
+        lines.push(format!(
+            "  Candidates verified: {}, texts read {}",
+            trace.candidates,
+            read(trace.row_index)
+        ));
     }
     if let Some(scan) = &trace.scan {
-        let counts = if def.may_see_ids() {
-            format!(
-                ": {} band rows read, {} rows verified",
-                scan.rows_read, scan.verified
-            )
-        } else {
-            String::new()
-        };
+        let counts = format!(
+            ": {} band rows read, {} rows verified",
+            scan.rows_read, scan.verified
+        );
         let rose = if scan.to_bar > scan.from_bar {
             format!(", then {} as rows were found", float8_text(scan.to_bar))
         } else {

@@ -1,5 +1,5 @@
 //! Per-backend state and checks shared by the SQL functions and the index: interrupt checks
-//! for long loops and the backend's signature buffers.
+//! for long loops, the backend's signature buffers, and the snapshots a read runs under.
 
 use std::cell::RefCell;
 
@@ -15,4 +15,53 @@ thread_local! {
 /// loop sized by its input passes to the core.
 pub(crate) fn interrupts() {
     pgrx::check_for_interrupts!();
+}
+
+/// Whether the transaction reads under one snapshot from its first statement on (REPEATABLE
+/// READ, SERIALIZABLE) rather than one per statement (READ COMMITTED).
+pub(crate) fn uses_transaction_snapshot() -> bool {
+    // SAFETY: reads the transaction's isolation level.
+    unsafe { pgrx::pg_sys::XactIsoLevel >= pgrx::pg_sys::XACT_REPEATABLE_READ as i32 }
+}
+
+/// Runs `f` under a snapshot of what is committed now (`GetLatestSnapshot`), as PostgreSQL reads
+/// its own catalogs once it holds its locks; `f` alone, in a parallel worker (which may not
+/// take one: the leader's snapshot is the query's).
+pub(crate) fn with_latest_snapshot<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: reads the backend's state; the snapshot is a static one that PushActiveSnapshot
+    // copies.
+    unsafe {
+        if pgrx::pg_sys::IsInParallelMode() {
+            return f();
+        }
+        with_active_snapshot(pgrx::pg_sys::GetLatestSnapshot(), f)
+    }
+}
+
+/// Runs `f` under the snapshot a statement starting now would take (`GetTransactionSnapshot`:
+/// of READ COMMITTED, a new one; otherwise the transaction's); `f` alone in a parallel worker.
+pub(crate) fn with_new_statement_snapshot<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: as above.
+    unsafe {
+        if pgrx::pg_sys::IsInParallelMode() {
+            return f();
+        }
+        with_active_snapshot(pgrx::pg_sys::GetTransactionSnapshot(), f)
+    }
+}
+
+/// Runs `f` with `snapshot` as the active snapshot (the one read-only SPI statements and the
+/// direct reads of `index::scan` use), popped when `f` returns. An error pops it with the
+/// (sub)transaction it aborts, as it pops every snapshot pushed inside.
+///
+/// # Safety
+/// `snapshot` is one `PushActiveSnapshot` may take (it copies a static one).
+unsafe fn with_active_snapshot<T>(snapshot: pgrx::pg_sys::Snapshot, f: impl FnOnce() -> T) -> T {
+    // SAFETY: per the contract; the pop matches the push (`f` leaves the stack as it found it,
+    // as SPI and the direct reads do).
+    unsafe { pgrx::pg_sys::PushActiveSnapshot(snapshot) };
+    let result = f();
+    // SAFETY: as above.
+    unsafe { pgrx::pg_sys::PopActiveSnapshot() };
+    result
 }

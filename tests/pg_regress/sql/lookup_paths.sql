@@ -139,7 +139,7 @@ CREATE POLICY even ON notes FOR SELECT USING (id % 2 = 0);
 SET ROLE regress_minhash_columns;
 SELECT * FROM minhash_internal._minhash_direct_reads('notes');
 SELECT * FROM minhash_similar('notes', (SELECT body FROM notes WHERE id = 30));
--- minhash_explain shows no count of band rows or candidates, which would include hidden rows
+-- minhash_explain counts only the rows the policy shows (a line says so)
 SELECT regexp_replace(e, '[0-9]+\.[0-9]+ ms', 'N ms', 'g') AS explained
 FROM minhash_explain('notes', (SELECT body FROM notes WHERE id = 30)) e;
 -- the k most similar rows and a threshold below the index's (both scan every row's sketch as
