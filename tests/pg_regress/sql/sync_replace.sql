@@ -99,11 +99,11 @@ SELECT try($$INSERT INTO rp_parted VALUES (1000, 0, 'parted row number 20 about 
 -- the test hook that stops a sync (pg_minhash.test_sync_pause, src/index/pause.rs) is off
 -- and only a superuser may set it
 SHOW pg_minhash.test_sync_pause;
-CREATE ROLE rp_user;
-SET ROLE rp_user;
+CREATE ROLE regress_minhash_replace;
+SET ROLE regress_minhash_replace;
 SELECT try($$SET pg_minhash.test_sync_pause = 1$$);
 RESET ROLE;
-DROP ROLE rp_user;
+DROP ROLE regress_minhash_replace;
 
 DROP TABLE rp1, rp2, rp_plain, rp_parted;
 DROP FUNCTION check_replace(regclass);
