@@ -598,7 +598,7 @@ pub(super) struct Change {
 /// How the claims of the changed ids are handled (see `claim`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Claims {
-    /// The band table has no open claim of this transaction.
+    /// The band table has no open claim of this transaction (the old band rows go first).
     None,
     /// An id's latest claim is kept when it holds exactly its new band rows, and released
     /// otherwise.
@@ -613,8 +613,12 @@ pub(super) enum Claims {
 /// then the old band rows are deleted, all but those just written or kept. (A committed band
 /// row that this transaction deletes stays visible to the check's dirty snapshot until it
 /// commits; one it wrote and then deleted does not.) All changes of one id go in one batch.
-/// On a band table with a unique B-tree (beside a Citus shard, where checks do not wait for
-/// claims) an id's old band rows go first instead.
+/// The old band rows go first instead on a band table with a unique B-tree (beside a Citus
+/// shard, where checks make no claims), and where this transaction holds no claim on the band
+/// table (`Claims::None`: no duplicate check claimed the statement's texts; a sync that
+/// reconciles always writes first): a row's new text is not in the band table before its sync
+/// then, and the old band rows are committed (visible to a check until the transaction ends)
+/// or of row versions this transaction replaced; no `RETURNING` and no TID filter are needed.
 pub(super) struct Changes<'b> {
     band: &'b BandTable,
     claims: Claims,
@@ -698,19 +702,20 @@ impl<'b> Changes<'b> {
             }
             band.delete((&mut ids, &mut keys, &mut tenants), kept);
         };
-        if band.unique {
+        let write_first = !band.unique && claims != Claims::None;
+        if !write_first {
             release();
             delete(&[]);
         }
         let deletes = batch.iter().any(|change| !change.old.is_empty());
-        let mut writer = band.writer(deletes && !band.unique);
+        let mut writer = band.writer(write_first && deletes);
         for (change, _) in batch.iter().zip(&taken).filter(|(_, &taken)| !taken) {
             for (keys, sketch) in &change.new {
                 writer.push(&change.id, change.tenant.as_ref(), keys, *sketch);
             }
         }
         kept.extend(writer.close());
-        if !band.unique {
+        if write_first {
             release();
             delete(&kept);
         }

@@ -96,5 +96,14 @@ SELECT check_replace('rp_parted') AS rp_parted;
 SELECT part, count(*) FROM rp_parted GROUP BY part ORDER BY part;
 SELECT try($$INSERT INTO rp_parted VALUES (1000, 0, 'parted row number 20 about ' || md5('20') || ' moved!')$$);
 
+-- the test hook that stops a sync (pg_minhash.test_sync_pause, src/index/pause.rs) is off
+-- and only a superuser may set it
+SHOW pg_minhash.test_sync_pause;
+CREATE ROLE regress_minhash_replace;
+SET ROLE regress_minhash_replace;
+SELECT try($$SET pg_minhash.test_sync_pause = 1$$);
+RESET ROLE;
+DROP ROLE regress_minhash_replace;
+
 DROP TABLE rp1, rp2, rp_plain, rp_parted;
 DROP FUNCTION check_replace(regclass);
