@@ -403,6 +403,8 @@ BEGIN
           AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
         cfg := minhash_internal._minhash_band_reshape(cfg, cfg.format);
     END IF;
+    -- (an index made before sketch stores existed gets its store)
+    PERFORM minhash_internal._minhash_sync_stores(cfg.tbl);
     RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;
 
@@ -700,6 +702,9 @@ BEGIN
 
     PERFORM minhash_internal._minhash_backfill(band);
     PERFORM minhash_internal._minhash_band_indexes(cfg);
+    -- The sketch store that lookups for the k most similar rows and low thresholds sweep (an
+    -- index of access method minhash_sketch on the table, src/index/store.rs)
+    PERFORM minhash_internal._minhash_sync_stores(tbl);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
     -- and no triggers on band tables.)
@@ -843,6 +848,8 @@ BEGIN
     -- (the catalog row first: a band table dropped while its row names it is refused below)
     DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
     PERFORM minhash_internal._minhash_drop_objects(cfg);
+    -- (a sketch store no index of the table needs any more goes with the last one that did)
+    PERFORM minhash_internal._minhash_sync_stores(tbl);
     IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
         PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
         PERFORM minhash_internal._minhash_sync_triggers(p, false)
@@ -1351,6 +1358,22 @@ COMMENT ON FUNCTION @extschema@.minhash_clusters(regclass, anyelement, float8, t
 DROP FUNCTION minhash_internal._minhash_citus_clusters(@extschema@.minhash_indexes, boolean, boolean);
 DROP FUNCTION minhash_internal._minhash_citus_pairs(@extschema@.minhash_indexes, float8);
 DROP FUNCTION minhash_internal._minhash_verify_pairs(text, text[], text[], int, text, float8);
+
+-- The sketch store (src/index/store.rs): the fine sketch of a text, and the stores of a table
+CREATE FUNCTION @extschema@."minhash_sketch"(
+	"doc" TEXT,
+	"ngram" INT DEFAULT 5,
+	"unit" TEXT DEFAULT 'char'
+) RETURNS bytea
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'minhash_sketch_wrapper';
+CREATE FUNCTION minhash_internal."_minhash_sync_stores"(
+	"tbl" regclass
+) RETURNS void
+STRICT VOLATILE
+LANGUAGE c
+AS 'MODULE_PATHNAME', '_minhash_sync_stores_wrapper';
 
 -- The relation a call names is checked to be a table or a partitioned table where it is used
 -- (42809 naming what it is); minhash_index_check and minhash_index_stats report progress and

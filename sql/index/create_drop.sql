@@ -295,6 +295,9 @@ BEGIN
 
     PERFORM minhash_internal._minhash_backfill(band);
     PERFORM minhash_internal._minhash_band_indexes(cfg);
+    -- The sketch store that lookups for the k most similar rows and low thresholds sweep (an
+    -- index of access method minhash_sketch on the table, src/index/store.rs)
+    PERFORM minhash_internal._minhash_sync_stores(tbl);
     -- Rows a data-only restore copies into the band table after the sync triggers indexed
     -- the table are dropped (src/index/restore.rs). (Citus has its own way of moving tables
     -- and no triggers on band tables.)
@@ -487,6 +490,8 @@ BEGIN
     -- (the catalog row first: a band table dropped while its row names it is refused below)
     DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
     PERFORM minhash_internal._minhash_drop_objects(cfg);
+    -- (a sketch store no index of the table needs any more goes with the last one that did)
+    PERFORM minhash_internal._minhash_sync_stores(tbl);
     IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
         PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
         PERFORM minhash_internal._minhash_sync_triggers(p, false)

@@ -28,6 +28,8 @@ BEGIN
           AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
         cfg := minhash_internal._minhash_band_reshape(cfg, cfg.format);
     END IF;
+    -- (an index made before sketch stores existed gets its store)
+    PERFORM minhash_internal._minhash_sync_stores(cfg.tbl);
     RETURN minhash_internal._minhash_backfill(cfg.band_table);
 END $$;
 

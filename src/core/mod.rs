@@ -10,6 +10,7 @@ pub mod bands;
 pub mod capacity;
 pub mod components;
 pub mod dedup;
+pub mod fine;
 pub mod hash;
 pub mod jaccard;
 pub mod nearest;

@@ -60,6 +60,11 @@ impl<T: Ord> Ranked<T> {
         }
     }
 
+    /// The most rows kept, if limited (a `k` lookup's).
+    pub fn k(&self) -> Option<usize> {
+        self.k
+    }
+
     /// Whether the bar may rise as rows are offered (a `k` lookup's).
     pub fn bar_may_rise(&self) -> bool {
         self.k.is_some()

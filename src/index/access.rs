@@ -22,6 +22,7 @@ use super::extension::Extension;
 use super::prepared::with_prepared;
 use super::restore::has_sync_trigger;
 use super::scan::{BandIndex, RowIndex};
+use super::store::SketchStore;
 
 thread_local! {
     /// Indexes read in this backend, by table: its indexes, in the order of their band
@@ -100,6 +101,7 @@ pub(super) enum Placement {
     Table {
         band_index: Option<BandIndex>,
         row_index: Option<RowIndex>,
+        store: Option<SketchStore>,
     },
     /// A partitioned table of this node: as a table, and an index led by the id on each of its
     /// leaf partitions, if each has one (a duplicate check reads them).
@@ -107,6 +109,7 @@ pub(super) enum Placement {
         band_index: Option<BandIndex>,
         row_index: Option<RowIndex>,
         leaves: Option<Vec<RowIndex>>,
+        store: Option<SketchStore>,
     },
     /// A Citus table: its rows are on the workers, so a lookup runs its SQL queries, and the
     /// second verifies the candidates there (see `citus`).
@@ -121,10 +124,12 @@ impl Placement {
         }
         let band_index = BandIndex::find(def.band_table, def.key, def.format, def.banding.bands);
         let row_index = RowIndex::find(def.tbl, &def.id_column, def.key, false);
+        let store = SketchStore::find(&def.members, &def.text, def.shingling);
         if def.members.len() <= 1 {
             return Placement::Table {
                 band_index,
                 row_index,
+                store,
             };
         }
         let leaf = |m: &&pg_sys::Oid| {
@@ -140,6 +145,15 @@ impl Placement {
             band_index,
             row_index,
             leaves,
+            store,
+        }
+    }
+
+    /// The table's sketch store (of every leaf), if it has one.
+    pub(super) fn store(&self) -> Option<&SketchStore> {
+        match self {
+            Placement::Table { store, .. } | Placement::Partitioned { store, .. } => store.as_ref(),
+            Placement::Citus => None,
         }
     }
 

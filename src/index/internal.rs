@@ -1,17 +1,21 @@
 //! Functions internal to the PL/pgSQL of `sql/index/` that need Rust: the band rows of a
-//! text, the checked thresholds, and the dependency records of a new band table.
+//! text, the checked thresholds, the dependency records of a new band table, and the table's
+//! sketch stores.
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::core::params::{check_threshold, Banding};
+use crate::core::params::{check_threshold, Banding, Shingling};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{regclass_name, Regclass};
 
 use super::band::band_entry;
 use super::citus;
+use super::extension::Extension;
 use super::owner;
 use super::params::{checked_threshold, index_params, notice_low_threshold};
+use super::spi::spi_failed;
+use super::store::sync_stores;
 
 /// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
 /// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
@@ -132,4 +136,43 @@ fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
             pg_sys::DependencyType::DEPENDENCY_NORMAL,
         );
     }
+}
+
+/// Internal to `minhash_index_create`, `minhash_index_rebuild` and `minhash_index_drop`: makes
+/// the sketch stores of `tbl` those its minhash indexes need (`store::sync_stores`): one per
+/// text column, ngram and unit of an index of a text column, on a table of this node (a
+/// lookup of a Citus table verifies on the workers, and reads no store).
+#[pg_extern(volatile, schema = "minhash_internal")]
+fn _minhash_sync_stores(tbl: Regclass, fcinfo: pg_sys::FunctionCallInfo) {
+    let tbl = tbl.0;
+    owner::check_owner(tbl);
+    if citus::is_citus_table(tbl) {
+        return;
+    }
+    // SAFETY: fcinfo is this call's.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    let schema = Extension::of_function(fn_oid).quoted_schema();
+    let wanted: Vec<(String, Shingling)> = Spi::connect(|client| {
+        let mut wanted = Vec::new();
+        let rows = client.select(
+            &format!(
+                "SELECT i.text_column::text, i.ngram, i.unit FROM {schema}.minhash_indexes i \
+                 WHERE i.tbl OPERATOR(pg_catalog.=) $1 AND i.text_column IS NOT NULL"
+            ),
+            None,
+            &[tbl.into()],
+        )?;
+        for row in rows {
+            if let (Some(column), Some(ngram), Some(unit)) = (
+                row.get::<String>(1)?,
+                row.get::<i32>(2)?,
+                row.get::<String>(3)?,
+            ) {
+                wanted.push((column, Shingling::new(ngram, &unit).or_raise()));
+            }
+        }
+        Ok::<_, pgrx::spi::Error>(wanted)
+    })
+    .unwrap_or_else(|e| spi_failed(e));
+    sync_stores(tbl, &schema, &wanted);
 }

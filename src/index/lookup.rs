@@ -1,7 +1,8 @@
 //! A lookup of one text in an index: the rows at or above a threshold, or the k most similar,
 //! most similar first. Candidates come from the band rows sharing a band key with the text,
 //! filtered by their band sketches, and where the band keys do not suffice for the similarity
-//! asked (`core::nearest`), from a scan of every row's band sketch; their texts are read
+//! asked (`core::nearest`), from a sweep of the table's sketch store (`store`) or, without
+//! one, a scan of every row's band sketch; their texts are read
 //! straight through the indexes (`scan`) where the placement allows, or through statements
 //! prepared once per backend, and verified with exact Jaccard here, or on the workers of a
 //! Citus table.
@@ -15,6 +16,7 @@ use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::capacity;
+use crate::core::fine::{min_equal_slots, Shortlist, FINE_MISS_PROBABILITY, FINE_SLOTS};
 use crate::core::jaccard::ShingleSet;
 use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
 use crate::core::sketch::{
@@ -32,6 +34,7 @@ use super::owner::{as_owner, relation_owner};
 use super::prepared::{with_cursor, with_prepared, with_prepared_args};
 use super::scan::{BandIndex, RowIndex};
 use super::spi::{for_each_spi_row, for_each_text_row, spi_failed};
+use super::store::{text_sketch, SketchStore, StoreRow};
 
 /// What one lookup did, step by step (`minhash_explain` shows it).
 #[derive(Default)]
@@ -78,12 +81,19 @@ pub(super) struct ScanTrace {
     pub(super) verified: usize,
     /// Whether the band table was read directly (`scan::BandHeap`), rather than by SQL.
     pub(super) direct: bool,
+    /// Of a sweep of the sketch store (rather than the band table): its indexes, the fine
+    /// sketch slots a row had to agree in at the start, and the sweeps made (a second where
+    /// the first kept too few rows for the bar it reached).
+    pub(super) store: Vec<pg_sys::Oid>,
+    pub(super) min_slots: u32,
+    pub(super) sweeps: usize,
 }
 
 /// What a lookup returns: the rows at least `floor` similar to the text, or with `k` only the
 /// k most similar of them; with `scan`, where the band keys alone would not find a row at the
 /// bar (`core::nearest`) with the recall the index was built for, every row's sketch is read
-/// too (a lookup without `k` scans only from [`LOWEST_SCANNED_THRESHOLD`] up).
+/// too (without a sketch store the caller may read, a lookup without `k` scans only from
+/// [`LOWEST_SCANNED_THRESHOLD`] up).
 #[derive(Clone, Copy)]
 pub(super) struct Want {
     pub(super) floor: f64,
@@ -102,12 +112,13 @@ impl Want {
     }
 
     /// The rows at or above `floor` (the k most similar of them), by the band keys and where
-    /// they do not suffice by a scan of every row's sketch.
-    pub(super) fn complete(floor: f64, k: Option<usize>) -> Want {
+    /// they do not suffice by a scan of every row's sketch (`store`: whether the caller may
+    /// read a sketch store of the index's table).
+    pub(super) fn complete(floor: f64, k: Option<usize>, store: bool) -> Want {
         Want {
             floor,
             k,
-            scan: k.is_some() || floor >= LOWEST_SCANNED_THRESHOLD,
+            scan: k.is_some() || store || floor >= LOWEST_SCANNED_THRESHOLD,
         }
     }
 }
@@ -271,6 +282,18 @@ fn traced_here(
         let mut verified: HashSet<Id> = ids.into_iter().collect();
         if let Some(id) = exclude_id {
             verified.insert(id.clone());
+        }
+        let store = cfg
+            .placement
+            .store()
+            .filter(|store| tenant.is_none() && store.readable());
+        if let Some(store) = store {
+            let rows = (&verified, among);
+            trace.scan = Some(sweep_store(cfg, store, doc, rows, &mut ranked));
+            let found = ranked.into_rows();
+            trace.found = found.len();
+            trace.verifying = start.elapsed();
+            return found;
         }
         // (where rows are hidden, only those the caller's query of every row shows)
         let shown = hidden.then(|| visible_rows(cfg, client, None, tenant));
@@ -571,6 +594,93 @@ pub(super) fn batch(
 /// bar rises before many rows are verified, then more.
 const SCAN_FIRST_BATCH: i64 = 64;
 const SCAN_LAST_BATCH: i64 = 4096;
+
+/// Of a `k` lookup's sweep of the sketch store, the rows kept at most per row asked (and at
+/// least [`STORE_MIN_KEPT`]), the most agreeing: the first of them verified nearly always
+/// raise the bar above every row left out, and where they do not a second sweep takes those
+/// the bar still allows.
+const STORE_KEPT_PER_ROW: usize = 64;
+const STORE_MIN_KEPT: usize = 1024;
+
+/// Sweeps the sketch store `store` (`store::SketchStore`): every row whose fine sketch agrees
+/// with `doc`'s in enough slots to be at the bar of `ranked` except with probability
+/// [`FINE_MISS_PROBABILITY`] (`core::fine`), most agreeing first, each verified unless in
+/// `verified` (found by the band keys, or the text's own row) or outside `among`; once the
+/// rows left agree in fewer slots than the bar now needs, it stops. Returns what it did.
+fn sweep_store(
+    cfg: &Index,
+    store: &SketchStore,
+    doc: &str,
+    (verified, among): (&HashSet<Id>, Option<&HashSet<Id>>),
+    ranked: &mut Ranked<Id>,
+) -> ScanTrace {
+    let needed = |bar: f64| min_equal_slots(bar, FINE_MISS_PROBABILITY);
+    let from_bar = ranked.bar();
+    let mut trace = ScanTrace {
+        from_bar,
+        direct: true,
+        store: store.indexes(),
+        min_slots: needed(from_bar),
+        ..ScanTrace::default()
+    };
+    let Some(probe) = text_sketch(doc, cfg.def.shingling) else {
+        trace.to_bar = from_bar;
+        return trace;
+    };
+    let query_set = ShingleSet::new(doc, cfg.def.shingling, &mut interrupts);
+    let mut candidate = ShingleSet::default();
+    let mut seen: HashSet<Id> = HashSet::new();
+    let cap = ranked
+        .bar_may_rise()
+        .then(|| (ranked.k().unwrap_or(1) * STORE_KEPT_PER_ROW).max(STORE_MIN_KEPT));
+    let mut list = Shortlist::new(trace.min_slots, cap);
+    // (rows agreeing in `below` slots or more were taken by an earlier sweep)
+    let mut below = FINE_SLOTS as u32 + 1;
+    loop {
+        trace.rows_read += store.sweep(&probe, below, &mut list);
+        trace.sweeps += 1;
+        let floor = list.floor();
+        let rows = std::mem::replace(&mut list, Shortlist::new(0, None)).into_sorted();
+        let mut at = 0;
+        while at < rows.len() && u32::from(rows[at].0) >= needed(ranked.bar()) {
+            // one count at a time: the bar can only rise between them
+            let count = rows[at].0;
+            let end = at + rows[at..].partition_point(|r| r.0 == count);
+            let mut batch: Vec<StoreRow> = rows[at..end].iter().map(|r| r.1).collect();
+            batch.sort_unstable();
+            store.fetch(
+                &cfg.def.text,
+                (&cfg.def.id_column, cfg.def.key),
+                &batch,
+                |id, text| {
+                    if verified.contains(id)
+                        || among.is_some_and(|among| !among.contains(id))
+                        || !seen.insert(id.clone())
+                    {
+                        return;
+                    }
+                    trace.verified += 1;
+                    candidate.rebuild(text, cfg.def.shingling, &mut interrupts);
+                    let similarity = candidate.jaccard(&query_set);
+                    if similarity >= ranked.bar() {
+                        ranked.offer(id.clone(), similarity);
+                    }
+                },
+            );
+            at = end;
+        }
+        // rows agreeing in fewer than `floor` slots were left out: sweep again if the bar
+        // reached allows some of them
+        let now = needed(ranked.bar());
+        if now >= floor {
+            break;
+        }
+        below = floor;
+        list = Shortlist::new(now, None);
+    }
+    trace.to_bar = ranked.bar();
+    trace
+}
 
 /// Reads the band sketch of every row of the band table, fewest bits differing from `sketch`
 /// first, and verifies each row not in `verified` that may still reach the bar of `ranked`

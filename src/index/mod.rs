@@ -13,6 +13,7 @@
 //! 2. Access paths: `firing` (a trigger firing resolved once), `lookup` (the lookup of one
 //!    text), `write` (band-table writes and claims), `access` (an index with its placement and
 //!    lookup SQL, cached per backend), `scan` (direct index reads of band rows and texts),
+//!    `store` (the table's sketch store, swept by lookups that must consider every row),
 //!    `claim` (the backend's claimed band rows).
 //! 3. The catalog: `catalog` (an index's row, checked against PostgreSQL's catalogs).
 //! 4. Runtime helpers: `citus` (shards and Citus tables), `restore` (our triggers, the load
@@ -39,6 +40,7 @@ mod claim;
 mod firing;
 mod lookup;
 mod scan;
+mod store;
 mod write;
 // 3. the catalog
 mod catalog;

@@ -12,6 +12,7 @@ use pgrx::spi::SpiClient;
 use pgrx::{AnyElement, PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::capacity;
+use crate::core::fine::FINE_SLOTS;
 use crate::core::params::{candidate_probability, float8_text};
 use crate::core::sketch::BAND_SKETCH_BITS;
 use crate::pg::backend::with_new_statement_snapshot;
@@ -196,7 +197,8 @@ impl Lookup {
             (None, Some(_)) => 0.0,
             (threshold, _) => checked_threshold(threshold, cfg.def.threshold),
         };
-        Want::complete(floor, self.k)
+        let store = cfg.placement.store().is_some_and(|s| s.readable());
+        Want::complete(floor, self.k, store)
     }
 
     /// The rows similar to `doc` (see `lookup::traced`), at most `max_results`. The
@@ -598,7 +600,28 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
             read(trace.row_index)
         ));
     }
-    if let Some(scan) = &trace.scan {
+    if let Some(scan) = trace.scan.as_ref().filter(|scan| !scan.store.is_empty()) {
+        let rose = if scan.to_bar > scan.from_bar {
+            format!(", then {} as rows were found", float8_text(scan.to_bar))
+        } else {
+            String::new()
+        };
+        let names: Vec<String> = scan.store.iter().filter_map(|&i| qualified(i)).collect();
+        lines.push(format!(
+            "  The band keys find a row of similarity {} with probability {:.3}: swept the \
+             sketch store ({}) for rows with at least {} of {FINE_SLOTS} sketch slots equal, \
+             most first (the bar: {}{rose}): {} entries read in {} sweep{}, {} rows verified",
+            float8_text(scan.from_bar),
+            candidate_probability(scan.from_bar, def.banding.bands, def.banding.rows),
+            names.join(", "),
+            scan.min_slots,
+            float8_text(scan.from_bar),
+            scan.rows_read,
+            scan.sweeps,
+            if scan.sweeps == 1 { "" } else { "s" },
+            scan.verified,
+        ));
+    } else if let Some(scan) = &trace.scan {
         let counts = format!(
             ": {} band rows read, {} rows verified",
             scan.rows_read, scan.verified
