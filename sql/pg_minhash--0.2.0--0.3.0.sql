@@ -1596,3 +1596,30 @@ END $$;
 SELECT minhash_internal._minhash_sync_triggers(t, true)
 FROM (SELECT DISTINCT tbl FROM @extschema@.minhash_indexes) i,
      LATERAL (SELECT i.tbl UNION SELECT p FROM minhash_internal._minhash_partitions(i.tbl) p) x(t);
+
+-- The sketch store: the index access method minhash_sketch (src/am/), which keeps each row's
+-- TID and fixed-width sketch packed many to a page, and its internal functions.
+CREATE FUNCTION @extschema@.minhash_sketch_handler(internal) RETURNS index_am_handler
+LANGUAGE c AS 'MODULE_PATHNAME', 'minhash_sketch_handler_wrapper';
+CREATE ACCESS METHOD minhash_sketch TYPE INDEX HANDLER @extschema@.minhash_sketch_handler;
+CREATE OPERATOR CLASS @extschema@.bytea_minhash_sketch_ops
+    DEFAULT FOR TYPE bytea USING minhash_sketch AS STORAGE bytea;
+CREATE FUNCTION minhash_internal."_minhash_sketch_entries"(
+	"index" regclass /* Regclass */
+) RETURNS TABLE (
+	"tid" tid,  /* pg_sys :: ItemPointerData */
+	"sketch" bytea  /* Vec < u8 > */
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_sketch_entries_wrapper';
+CREATE FUNCTION minhash_internal."_minhash_sketch_stats"(
+	"index" regclass /* Regclass */
+) RETURNS TABLE (
+	"width" INT,  /* i32 */
+	"entries" bigint,  /* i64 */
+	"pages" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_sketch_stats_wrapper';

@@ -8,6 +8,7 @@
 
 ::pgrx::pg_module_magic!(name, version);
 
+mod am;
 pub mod core;
 mod index;
 mod pg;

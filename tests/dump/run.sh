@@ -4,7 +4,8 @@
 # --disable-triggers, and without it, the flag triggers disabled by their owner meanwhile), and
 # --data-only into tables whose indexes were made by hand.
 # After each: every row restored, flags exactly as dumped, minhash_index_check 0/0 for every
-# index, the band tables linked to their tables again, and the triggers working.
+# index, the band tables linked to their tables again, and the triggers working; a sketch store
+# (access method minhash_sketch) on an expression comes back with its definition and entries.
 # The tables' names put their data before, around and after the catalog's in the dump:
 # articles (and its band table) before minhash_indexes, notes after it, and a long name whose
 # band table comes before the table itself.
@@ -31,6 +32,7 @@ SELECT count(*) FROM (SELECT minhash_index_create('notes', 'id', 'body', thresho
                       UNION ALL SELECT minhash_index_create('$long', 'id', 'body')) s;
 CREATE TRIGGER notes_flag BEFORE INSERT OR UPDATE ON notes
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup');
+CREATE INDEX notes_sketch ON notes USING minhash_sketch ((pg_catalog.decode(pg_catalog.md5(body), 'hex')));
 "
 # What must come back: rows, flags, band rows, index health and dependencies.
 state_sql="
@@ -48,6 +50,13 @@ WHERE EXISTS (SELECT FROM pg_depend d WHERE d.objid = i.band_table AND d.refobji
               AND d.deptype = 'a');
 SELECT 'pairs ' || (SELECT count(*) FROM minhash_duplicates('notes')) || ' '
        || (SELECT count(*) FROM minhash_duplicates('articles'));
+VACUUM notes;
+SELECT 'sketch ' || pg_get_indexdef('notes_sketch'::regclass) || ' ' || s.width || ' ' || s.entries || ' '
+       || (SELECT count(*) FROM (SELECT sketch FROM minhash_internal._minhash_sketch_entries('notes_sketch')
+                                 EXCEPT ALL SELECT decode(md5(body), 'hex') FROM notes) x) || ' '
+       || (SELECT count(*) FROM (SELECT decode(md5(body), 'hex') FROM notes
+                                 EXCEPT ALL SELECT sketch FROM minhash_internal._minhash_sketch_entries('notes_sketch')) x)
+FROM minhash_internal._minhash_sketch_stats('notes_sketch') s;
 "
 
 psql_q -d postgres -c 'CREATE DATABASE source' >/dev/null

@@ -1,0 +1,157 @@
+//! Buffers and generic WAL for the sketch store: reading a block locked, adding one, changing
+//! pages through one generic WAL record. Locks are taken in one order, the metapage before a
+//! data page, and a data page's lock is never held while another one is taken (but for an
+//! insert that extends the store, whose new page nobody else can know of yet), so no two
+//! backends wait for each other. An error releases what is held (PostgreSQL's abort releases
+//! buffer locks and pins).
+
+use pgrx::pg_sys;
+use pgrx::PgSqlErrorCode;
+
+use super::page::{self, Corrupt, Layout, Meta, META_BLOCK};
+use crate::pg::error::raise;
+
+/// Reads `block` of `fork` and locks it (`pg_sys::BUFFER_LOCK_SHARE` or `_EXCLUSIVE`).
+///
+/// # Safety
+/// `index` is an open index relation with that block.
+pub(super) unsafe fn read(
+    index: pg_sys::Relation,
+    block: pg_sys::BlockNumber,
+    mode: u32,
+    strategy: pg_sys::BufferAccessStrategy,
+) -> pg_sys::Buffer {
+    // SAFETY: per the contract.
+    unsafe {
+        let buf = pg_sys::ReadBufferExtended(
+            index,
+            pg_sys::ForkNumber::MAIN_FORKNUM,
+            block,
+            pg_sys::ReadBufferMode::RBM_NORMAL,
+            strategy,
+        );
+        pg_sys::LockBuffer(buf, mode as i32);
+        buf
+    }
+}
+
+/// Adds a block to `fork` of `index` and returns it locked exclusively, as bloom's
+/// `BloomNewBuffer` does: under the relation extension lock, so that two backends never add the
+/// same block.
+///
+/// # Safety
+/// `index` is an open index relation with that fork.
+pub(super) unsafe fn extend(
+    index: pg_sys::Relation,
+    fork: pg_sys::ForkNumber::Type,
+) -> pg_sys::Buffer {
+    // SAFETY: per the contract; the extension lock is released right after the block is added.
+    unsafe {
+        pg_sys::LockRelationForExtension(index, pg_sys::ExclusiveLock as i32);
+        let buf = pg_sys::ReadBufferExtended(
+            index,
+            fork,
+            page::NO_BLOCK, // P_NEW
+            pg_sys::ReadBufferMode::RBM_NORMAL,
+            std::ptr::null_mut(),
+        );
+        pg_sys::UnlockRelationForExtension(index, pg_sys::ExclusiveLock as i32);
+        pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
+        buf
+    }
+}
+
+/// The page of a pinned buffer.
+pub(super) fn page_of(buf: pg_sys::Buffer) -> pg_sys::Page {
+    // SAFETY: a pinned buffer has a page.
+    unsafe { pg_sys::BufferGetPage(buf) }
+}
+
+/// Unlocks and unpins `buf`.
+pub(super) fn release(buf: pg_sys::Buffer) {
+    // SAFETY: every buffer of this module is returned pinned and locked, and released once.
+    unsafe { pg_sys::UnlockReleaseBuffer(buf) }
+}
+
+/// The number of blocks of the store's main fork, metapage included.
+pub(super) fn blocks(index: pg_sys::Relation) -> pg_sys::BlockNumber {
+    // SAFETY: `index` is an open relation.
+    unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM) }
+}
+
+/// Raises XX002 index_corrupted for `block` of `index`.
+pub(super) fn corrupted(index: pg_sys::Relation, block: pg_sys::BlockNumber) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+        format!(
+            "index \"{}\" contains a corrupted page at block {block}",
+            name(index)
+        ),
+        Some("Please REINDEX it.".into()),
+    )
+}
+
+/// The name of `index`, for messages.
+pub(super) fn name(index: pg_sys::Relation) -> String {
+    // SAFETY: an open relation has a pg_class row with a NUL-terminated name.
+    unsafe { pgrx::name_data_to_str(&(*(*index).rd_rel).relname).to_string() }
+}
+
+/// The metapage's contents, checked (XX002 otherwise), from the locked metapage buffer.
+pub(super) fn meta_of<'a>(index: pg_sys::Relation, page: pg_sys::Page) -> &'a mut Meta {
+    // SAFETY: the caller holds block 0 of the store pinned and locked.
+    unsafe { page::meta(page) }.unwrap_or_else(|Corrupt| corrupted(index, META_BLOCK))
+}
+
+/// A copy of the metapage's contents, read under a share lock.
+pub(super) fn read_meta(index: pg_sys::Relation) -> Meta {
+    // SAFETY: every store has its metapage at block 0.
+    let buf = unsafe {
+        read(
+            index,
+            META_BLOCK,
+            pg_sys::BUFFER_LOCK_SHARE,
+            std::ptr::null_mut(),
+        )
+    };
+    let meta = *meta_of(index, page_of(buf));
+    release(buf);
+    meta
+}
+
+/// The layout of the store's data pages, `None` while it holds no value.
+pub(super) fn layout_of(index: pg_sys::Relation, meta: &Meta) -> Option<Layout> {
+    (meta.width != 0)
+        .then(|| Layout::of(meta.width as usize).unwrap_or_else(|| corrupted(index, META_BLOCK)))
+}
+
+/// Changes to pages logged as one generic WAL record (`GenericXLogStart`): pages are changed
+/// through the copies [`Wal::register`] returns, and only [`Wal::finish`] writes them to the
+/// buffers, in a critical section, with their WAL (none for an unlogged or a not yet committed
+/// new relation: generic WAL asks `RelationNeedsWAL`). An error before `finish` leaves the
+/// buffers as they were.
+pub(super) struct Wal(*mut pg_sys::GenericXLogState);
+
+impl Wal {
+    pub(super) fn start(index: pg_sys::Relation) -> Wal {
+        // SAFETY: `index` is an open relation; the state is palloc'd in the current context.
+        Wal(unsafe { pg_sys::GenericXLogStart(index) })
+    }
+
+    /// The copy of `buf`'s page to change (at most 4 per record). `whole`: the page is logged
+    /// whole, as a new page must be.
+    pub(super) fn register(&mut self, buf: pg_sys::Buffer, whole: bool) -> pg_sys::Page {
+        let flags = if whole {
+            pg_sys::GENERIC_XLOG_FULL_IMAGE
+        } else {
+            0
+        };
+        // SAFETY: `buf` is pinned and locked exclusively by the caller.
+        unsafe { pg_sys::GenericXLogRegisterBuffer(self.0, buf, flags as i32) }
+    }
+
+    pub(super) fn finish(self) {
+        // SAFETY: the state came from GenericXLogStart and is finished once.
+        unsafe { pg_sys::GenericXLogFinish(self.0) };
+    }
+}
