@@ -155,7 +155,7 @@ impl SketchStore {
             // ends); its pages are read under their buffer locks by `crate::am`.
             unsafe {
                 let index = pg_sys::index_open(part.index, pg_sys::AccessShareLock as i32);
-                scan_entries(index, |tids, sketches, width| {
+                crate::am::read::scan_entries(index, |tids, sketches, width| {
                     // (the store's function gives sketches of one width)
                     if width != FINE_BYTES {
                         return;
@@ -452,14 +452,4 @@ fn is_sketch_function(funcid: pg_sys::Oid) -> bool {
             )
         })
     }
-}
-
-/// Stand-in for the access method's read of every entry until it lands.
-///
-/// # Safety
-/// `index` is open.
-unsafe fn scan_entries(
-    _index: pg_sys::Relation,
-    _visit: impl FnMut(&[pg_sys::ItemPointerData], &[u8], usize),
-) {
 }
