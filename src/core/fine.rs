@@ -57,13 +57,15 @@ pub fn equal_slots(a: &FineSketch, b: &FineSketch) -> u32 {
 }
 
 /// The equal slots of `probe` and each of the packed sketches `sketches` (a whole number of
-/// [`FINE_BYTES`]), into `counts` (one per sketch). With AVX2, 32 bytes at a time.
+/// [`FINE_BYTES`]), into `counts` (one per sketch). With AVX2 and POPCNT, 32 bytes at a time.
 pub fn equal_slots_each(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8>) {
     counts.clear();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is available (checked just above).
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: AVX2 and POPCNT are available (checked just above).
             unsafe { equal_slots_avx2(probe, sketches, counts) };
             return;
         }
@@ -75,8 +77,12 @@ pub fn equal_slots_each(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8
     );
 }
 
+/// Sketches ahead of the one compared whose memory [`equal_slots_each`] asks for.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+const PREFETCH_AHEAD: usize = 8;
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
 fn equal_slots_avx2(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8>) {
     use std::arch::x86_64::*;
     // SAFETY: the loads read the 64 bytes of the probe and of each whole sketch in `sketches`.
@@ -86,17 +92,23 @@ fn equal_slots_avx2(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8>) {
         let low = _mm256_set1_epi8(0x0f);
         let high = _mm256_set1_epi8(0xf0u8 as i8);
         let zero = _mm256_setzero_si256();
-        // equal nibbles of one 32-byte half: the bytes whose low (high) nibble is 0 after XOR
-        let half = |x: __m256i| {
-            let lo = _mm256_cmpeq_epi8(_mm256_and_si256(x, low), zero);
-            let hi = _mm256_cmpeq_epi8(_mm256_and_si256(x, high), zero);
-            (_mm256_movemask_epi8(lo) as u32).count_ones()
-                + (_mm256_movemask_epi8(hi) as u32).count_ones()
-        };
-        for s in sketches.chunks_exact(FINE_BYTES) {
-            let s0 = _mm256_loadu_si256(s.as_ptr().cast());
-            let s1 = _mm256_loadu_si256(s.as_ptr().add(32).cast());
-            let equal = half(_mm256_xor_si256(s0, p0)) + half(_mm256_xor_si256(s1, p1));
+        counts.reserve(sketches.len() / FINE_BYTES);
+        let base = sketches.as_ptr();
+        for (i, s) in sketches.chunks_exact(FINE_BYTES).enumerate() {
+            // (the sketches of a page stream from memory: ask for them ahead; a prefetch past
+            // the end reads nothing)
+            _mm_prefetch::<_MM_HINT_T0>(
+                base.wrapping_add((i + PREFETCH_AHEAD) * FINE_BYTES).cast(),
+            );
+            let x0 = _mm256_xor_si256(_mm256_loadu_si256(s.as_ptr().cast()), p0);
+            let x1 = _mm256_xor_si256(_mm256_loadu_si256(s.as_ptr().add(32).cast()), p1);
+            // the bytes whose low (high) nibble is 0 after XOR: equal slots
+            let lo0 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x0, low), zero));
+            let hi0 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x0, high), zero));
+            let lo1 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x1, low), zero));
+            let hi1 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x1, high), zero));
+            let equal = (((lo0 as u32 as u64) << 32) | hi0 as u32 as u64).count_ones()
+                + (((lo1 as u32 as u64) << 32) | hi1 as u32 as u64).count_ones();
             counts.push(equal as u8);
         }
     }

@@ -156,7 +156,7 @@ fn _minhash_sync_stores(tbl: Regclass, fcinfo: pg_sys::FunctionCallInfo) {
         let mut wanted = Vec::new();
         let rows = client.select(
             &format!(
-                "SELECT i.text_column::text, i.ngram, i.unit FROM {schema}.minhash_indexes i \
+                "SELECT i.text_column::pg_catalog.text, i.ngram, i.unit FROM {schema}.minhash_indexes i \
                  WHERE i.tbl OPERATOR(pg_catalog.=) $1 AND i.text_column IS NOT NULL"
             ),
             None,

@@ -602,6 +602,14 @@ const SCAN_LAST_BATCH: i64 = 4096;
 const STORE_KEPT_PER_ROW: usize = 64;
 const STORE_MIN_KEPT: usize = 1024;
 
+/// The least similarity at which a `k` lookup's sweep promises its recall (a row at or above
+/// its bar found with probability 0.999). Where the k-th most similar row is less similar, the
+/// lookup verifies only the rows whose sketches agree as a row of this similarity would: of
+/// real texts, most rows are 0.02-0.1 similar to any other, and to tell them from a row at 0.1
+/// the sketch would have to let nearly all of them through (docs/reference.md states what a
+/// row below it is found with).
+pub(super) const K_GUARANTEED_FROM: f64 = 0.2;
+
 /// Sweeps the sketch store `store` (`store::SketchStore`): every row whose fine sketch agrees
 /// with `doc`'s in enough slots to be at the bar of `ranked` except with probability
 /// [`FINE_MISS_PROBABILITY`] (`core::fine`), most agreeing first, each verified unless in
@@ -614,7 +622,14 @@ fn sweep_store(
     (verified, among): (&HashSet<Id>, Option<&HashSet<Id>>),
     ranked: &mut Ranked<Id>,
 ) -> ScanTrace {
-    let needed = |bar: f64| min_equal_slots(bar, FINE_MISS_PROBABILITY);
+    // (a `k` lookup verifies every row that may be at its bar down to K_GUARANTEED_FROM; below
+    // it, the rows that agree as a row at K_GUARANTEED_FROM would)
+    let k_floor = if ranked.bar_may_rise() {
+        K_GUARANTEED_FROM
+    } else {
+        0.0
+    };
+    let needed = |bar: f64| min_equal_slots(bar.max(k_floor), FINE_MISS_PROBABILITY);
     let from_bar = ranked.bar();
     let mut trace = ScanTrace {
         from_bar,
