@@ -514,7 +514,12 @@ unsafe extern "C-unwind" fn finish_query(query_desc: *mut pg_sys::QueryDesc) {
         }
     }
     drop(finishing);
-    if fires && CLAIMS.with_borrow(|open| open.made_since(query)) {
+    // (a transaction that failed meanwhile forgets its claims when it ends)
+    if fires
+        && CLAIMS.with_borrow(|open| open.made_since(query))
+        // SAFETY: reads the transaction's state.
+        && unsafe { pg_sys::IsTransactionState() }
+    {
         let left = CLAIMS.with_borrow_mut(|open| open.remove_where(|_| true, |c| c.query >= query));
         // SAFETY: inside the transaction that wrote the claims' rows.
         unsafe { delete_claims(&left) };
