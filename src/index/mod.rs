@@ -86,8 +86,10 @@ END $squatted$;
 );
 
 /// Defines the settings of the managed index (from `_PG_init`).
-pub(crate) fn define_settings() {
+/// What `_PG_init` sets up: the settings, and the end of a query's claims.
+pub(crate) fn init() {
     pause::define_setting();
+    claim::hook_query_ends();
 }
 
 /// The schema of the extension's internal functions (see sql/index/catalog.sql).

@@ -279,7 +279,7 @@ unsafe fn unchecked_updates(rel: pg_sys::Relation, sync_fn: pg_sys::Oid) -> bool
 const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
 
 /// Of one band table in this transaction: the query whose sync trigger wrote it last (its
-/// [`running_query`]), and whether a sync of that query added band rows. The default, the
+/// [`claim::running_query`]), and whether a sync of that query added band rows. The default, the
 /// first command with nothing added, tells a sync what no sync would.
 #[derive(Clone, Copy, Default)]
 struct LastSync {
@@ -293,16 +293,6 @@ thread_local! {
         RefCell::new((pg_sys::InvalidTransactionId, HashMap::new()));
 }
 
-/// The query whose statement triggers fire now, as the command id its snapshot reads at
-/// (PostgreSQL fires the AFTER STATEMENT triggers of every part of a query at the query's end,
-/// under the query's snapshot). A query started later in the transaction has a greater one: a
-/// data-modifying query uses its command id, so the next one gets another. None without an
-/// active snapshot.
-fn running_query() -> Option<pg_sys::CommandId> {
-    // SAFETY: reads the active snapshot, if there is one.
-    unsafe { pg_sys::ActiveSnapshotSet().then(|| (*pg_sys::GetActiveSnapshot()).curcid) }
-}
-
 /// Whether this sync of `event` on band table `band` must [`reconcile`] rather than replay its
 /// transition tables as a delta (see [`after_last_sync`]). Records this firing: one hash
 /// lookup.
@@ -310,7 +300,7 @@ fn must_reconcile(band: pg_sys::Oid, event: Event) -> bool {
     // SAFETY: reads the transaction's state. (InvalidTransactionId while it has written
     // nothing: no sync before it wrote anything had rows to sync either.)
     let xact = unsafe { pg_sys::GetTopTransactionIdIfAny() };
-    let query = running_query();
+    let query = claim::running_query();
     LAST_SYNC.with_borrow_mut(|(owner, last)| {
         if *owner != xact {
             *owner = xact;
