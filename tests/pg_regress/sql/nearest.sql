@@ -21,7 +21,7 @@ FROM truth;
 -- 1. Any threshold from 0.5 up: the rows at or above it, with their exact similarities
 CREATE FUNCTION pg_temp.recall(t float8) RETURNS TABLE (truth bigint, found bigint, missed bigint, wrong bigint)
 LANGUAGE sql AS $$
-    WITH found AS (
+    WITH found AS MATERIALIZED (
         SELECT p.id AS probe, s.id, s.similarity
         FROM nn p CROSS JOIN LATERAL minhash_similar('nn', p.body, threshold => t) s WHERE p.id % 20 = 0)
     SELECT (SELECT count(*) FROM truth WHERE similarity >= t),
@@ -73,7 +73,7 @@ LANGUAGE sql AS $$
         SELECT CASE WHEN small THEN ARRAY(SELECT id FROM nn WHERE category = 3)
                     ELSE ARRAY(SELECT id FROM nn WHERE category <> 3)
                          || ARRAY(SELECT g FROM generate_series(10001, 14000) g) END AS a),
-    found AS (
+    found AS MATERIALIZED (
         SELECT p.id AS probe, s.id, s.similarity
         FROM nn p, ids, LATERAL minhash_similar('nn', p.body, k => 5, among => ids.a::bigint[]) s
         WHERE p.id % 20 = 0),
@@ -81,7 +81,7 @@ LANGUAGE sql AS $$
         SELECT probe, min(similarity) AS similarity
         FROM (SELECT x.probe, x.similarity,
                      row_number() OVER (PARTITION BY x.probe ORDER BY x.similarity DESC) AS n
-              FROM truth x, ids WHERE x.id = ANY (ids.a)) r
+              FROM truth x JOIN (SELECT DISTINCT unnest(ids.a) AS id FROM ids) u ON u.id = x.id) r
         WHERE n <= 5 GROUP BY probe)
     SELECT count(*), count(*) FILTER (WHERE f.similarity >= kth.similarity),
            count(*) FILTER (WHERE NOT f.id = ANY (ids.a)),

@@ -33,7 +33,7 @@ RETURNS TABLE (probes bigint, wanted bigint, missed bigint, wrong bigint) LANGUA
         SELECT probe, count(*) FILTER (WHERE rank <= coalesce(k, rank)) AS wanted,
                min(similarity) FILTER (WHERE rank <= coalesce(k, rank)) AS bar
         FROM ranked GROUP BY probe),
-    found AS (
+    found AS MATERIALIZED (
         SELECT p.id AS probe, s.id, s.similarity
         FROM st p CROSS JOIN LATERAL minhash_similar('st', p.body, threshold => t, k => k) s WHERE p.id % 25 = 0)
     SELECT (SELECT count(*) FROM bar),
