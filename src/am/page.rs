@@ -25,6 +25,8 @@ const PAGE_ID: u16 = 0xFF8D;
 const MAGIC: u32 = 0x4D48_534B;
 /// The layout version a metapage records; a store of another one is rebuilt, never read.
 const VERSION: u32 = 1;
+/// How many blocks with room the metapage lists for inserts to fill (see [`Meta::free`]).
+pub(crate) const FREE_SLOTS: usize = 1024;
 const KIND_META: u16 = 1;
 const KIND_DATA: u16 = 2;
 
@@ -63,6 +65,11 @@ pub(crate) struct Meta {
     pub(crate) insert_block: pg_sys::BlockNumber,
     /// Entries in the store, dead ones included until a VACUUM removes them.
     pub(crate) entries: u64,
+    /// How many of `free` are set.
+    pub(crate) free_count: u32,
+    /// Blocks the last VACUUM left with room, which inserts fill (the last first) before they
+    /// add a block.
+    pub(crate) free: [pg_sys::BlockNumber; FREE_SLOTS],
 }
 
 /// Where the arrays of a data page lie, for one sketch width.
@@ -98,7 +105,8 @@ impl Layout {
 
 /// What a page of the store is.
 pub(crate) enum Kind {
-    /// All zeros: a page extended but never written (a crash between the two leaves one).
+    /// All zeros: a page extended but never written (a crash between the two leaves one);
+    /// an insert may make it a data page.
     New,
     /// A data page with this many entries.
     Data(usize),
@@ -159,6 +167,8 @@ pub(crate) unsafe fn init_meta(page: pg_sys::Page, width: u32) {
             width,
             insert_block: NO_BLOCK,
             entries: 0,
+            free_count: 0,
+            free: [NO_BLOCK; FREE_SLOTS],
         });
     }
 }
@@ -177,7 +187,11 @@ pub(crate) unsafe fn meta<'a>(page: pg_sys::Page) -> Result<&'a mut Meta, Corrup
         }
         let m = &mut *page.add(HEADER).cast::<Meta>();
         let width_ok = m.width == 0 || Layout::of(m.width as usize).is_some();
-        if m.magic != MAGIC || m.version != VERSION || !width_ok {
+        if m.magic != MAGIC
+            || m.version != VERSION
+            || !width_ok
+            || m.free_count as usize > FREE_SLOTS
+        {
             return Err(Corrupt);
         }
         Ok(m)

@@ -4,13 +4,13 @@
 //! count then drops by the entries removed.
 //!
 //! Entries never move between pages, so a reader that reads every page once sees every entry
-//! that was there before it started and not removed. Space freed on a page other than the
-//! insert block is reused after a REINDEX only.
+//! that was there before it started and not removed. The metapage then lists the blocks with
+//! room (up to [`FREE_SLOTS`]), which inserts fill before they add blocks.
 
 use pgrx::prelude::*;
 
 use super::buffer::{self, page_of, release, Wal};
-use super::page::{self, Kind, META_BLOCK};
+use super::page::{self, Kind, FREE_SLOTS, META_BLOCK};
 
 /// The statistics node VACUUM passes on, made on first use.
 fn stats_or_new(stats: *mut pg_sys::IndexBulkDeleteResult) -> *mut pg_sys::IndexBulkDeleteResult {
@@ -42,6 +42,7 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
     let blocks = buffer::blocks(index);
     let mut removed: u64 = 0;
     let mut kept: u64 = 0;
+    let mut free = Vec::new();
     if let Some(layout) = buffer::layout_of(index, &meta) {
         let mut keep = Vec::with_capacity(layout.capacity);
         for block in META_BLOCK + 1..blocks {
@@ -55,6 +56,9 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
                 Ok(Kind::Data(count)) => count,
                 Ok(Kind::New) => {
                     release(buf);
+                    if free.len() < FREE_SLOTS {
+                        free.push(block);
+                    }
                     continue;
                 }
                 Err(_) => buffer::corrupted(index, block),
@@ -75,11 +79,16 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
                 wal.finish();
             }
             release(buf);
+            if left < layout.capacity && block != meta.insert_block && free.len() < FREE_SLOTS {
+                free.push(block);
+            }
             removed += (count - left) as u64;
             kept += left as u64;
         }
     }
-    if removed > 0 {
+    // the last listed is filled first: the lowest block
+    free.reverse();
+    if removed > 0 || free[..] != meta.free[..meta.free_count as usize] {
         // SAFETY: block 0 is the metapage.
         let buf = unsafe {
             buffer::read(
@@ -92,6 +101,8 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
         let mut wal = Wal::start(index);
         let meta = buffer::meta_of(index, wal.register(buf, false));
         meta.entries = meta.entries.saturating_sub(removed);
+        meta.free[..free.len()].copy_from_slice(&free);
+        meta.free_count = free.len() as u32;
         wal.finish();
         release(buf);
     }
