@@ -11,6 +11,7 @@ use pgrx::prelude::*;
 
 use super::buffer::{self, page_of, release, Wal};
 use super::page::{self, Kind, FREE_SLOTS, META_BLOCK};
+use crate::pg::compat;
 
 /// The statistics node VACUUM passes on, made on first use.
 fn stats_or_new(stats: *mut pg_sys::IndexBulkDeleteResult) -> *mut pg_sys::IndexBulkDeleteResult {
@@ -46,8 +47,7 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
     if let Some(layout) = buffer::layout_of(index, &meta) {
         let mut keep = Vec::with_capacity(layout.capacity);
         for block in META_BLOCK + 1..blocks {
-            // SAFETY: a backend function VACUUM calls between pages.
-            unsafe { pg_sys::vacuum_delay_point() };
+            compat::vacuum_delay_point();
             // SAFETY: the block is below the store's size.
             let buf =
                 unsafe { buffer::read(index, block, pg_sys::BUFFER_LOCK_EXCLUSIVE, strategy) };
