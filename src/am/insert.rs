@@ -46,26 +46,25 @@ fn insert(index: pg_sys::Relation, tid: pg_sys::ItemPointerData, bytes: &[u8]) {
             std::ptr::null_mut(),
         )
     };
-    let meta = *buffer::meta_of(index, page_of(meta_buf));
+    // (read in place: the changes go to the copy generic WAL registers)
+    let meta = buffer::meta_of(index, page_of(meta_buf));
     let layout = layout_for(index, meta.width, bytes.len());
 
     // the block to append to, chosen before anything is registered for WAL: the insert block
-    // while it has room, then the blocks VACUUM left with room, then a new one
-    let blocks = buffer::blocks(index);
-    let mut free_count = meta.free_count as usize;
+    // while it has room, then the blocks VACUUM left with room, then a new one (a block past
+    // the end is PostgreSQL's read error; the metapage is not a data page, XX002)
+    let mut free = meta.free_blocks();
     let mut next_free = || {
-        free_count = free_count.checked_sub(1)?;
-        Some(meta.free[free_count])
+        let (last, rest) = free.split_last()?;
+        free = rest;
+        Some(*last)
     };
     let mut candidate = Some(meta.insert_block)
         .filter(|b| *b != NO_BLOCK)
         .or_else(&mut next_free);
     let mut target = None;
     while let Some(block) = candidate {
-        if block == META_BLOCK || block >= blocks {
-            buffer::corrupted(index, META_BLOCK);
-        }
-        // SAFETY: the block is a data block of the store (checked above).
+        // SAFETY: a block of the store, read as a data page and checked.
         let buf = unsafe {
             buffer::read(
                 index,
@@ -89,9 +88,11 @@ fn insert(index: pg_sys::Relation, tid: pg_sys::ItemPointerData, bytes: &[u8]) {
         }
         candidate = next_free();
     }
+    let free_left = free.len();
 
     let mut wal = Wal::start(index);
-    let meta_copy = buffer::meta_of(index, wal.register(meta_buf, false));
+    let meta_page = wal.register(meta_buf, false);
+    let meta_copy = buffer::meta_of(index, meta_page);
     let (buf, count, page) = match target {
         Some((buf, Some(count))) => (buf, count, wal.register(buf, false)),
         // a new block, or one a crash left unwritten: made a data page, logged whole
@@ -109,7 +110,8 @@ fn insert(index: pg_sys::Relation, tid: pg_sys::ItemPointerData, bytes: &[u8]) {
     };
     // SAFETY: the buffer is pinned.
     meta_copy.insert_block = unsafe { pg_sys::BufferGetBlockNumber(buf) };
-    meta_copy.free_count = free_count as u32;
+    // SAFETY: the registered copy of the metapage; fewer blocks than it listed.
+    unsafe { page::set_free_count(meta_page, free_left) };
     // SAFETY: `page` is the registered copy of a data page of `layout` with `count` <
     // capacity entries; `bytes` has the layout's width.
     unsafe { page::append(page, &layout, count, tid, bytes) };

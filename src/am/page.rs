@@ -65,11 +65,24 @@ pub(crate) struct Meta {
     pub(crate) insert_block: pg_sys::BlockNumber,
     /// Entries in the store, dead ones included until a VACUUM removes them.
     pub(crate) entries: u64,
-    /// How many of `free` are set.
-    pub(crate) free_count: u32,
+    /// How many of `free` are set (`pd_lower` ends after them: the rest is the page's hole,
+    /// which generic WAL neither compares nor logs).
+    free_count: u32,
     /// Blocks the last VACUUM left with room, which inserts fill (the last first) before they
     /// add a block.
     pub(crate) free: [pg_sys::BlockNumber; FREE_SLOTS],
+}
+
+impl Meta {
+    /// The blocks with room, the last to be filled first.
+    pub(crate) fn free_blocks(&self) -> &[pg_sys::BlockNumber] {
+        &self.free[..self.free_count as usize]
+    }
+}
+
+/// `pd_lower` of a metapage listing `free_count` blocks.
+const fn meta_lower(free_count: usize) -> usize {
+    HEADER + offset_of!(Meta, free) + free_count * size_of::<pg_sys::BlockNumber>()
 }
 
 /// Where the arrays of a data page lie, for one sketch width.
@@ -160,7 +173,7 @@ unsafe fn init(page: pg_sys::Page, kind: u16, lower: usize) {
 pub(crate) unsafe fn init_meta(page: pg_sys::Page, width: u32) {
     // SAFETY: per the contract; the metapage's contents fit after the header.
     unsafe {
-        init(page, KIND_META, HEADER + size_of::<Meta>());
+        init(page, KIND_META, meta_lower(0));
         page.add(HEADER).cast::<Meta>().write(Meta {
             magic: MAGIC,
             version: VERSION,
@@ -191,10 +204,25 @@ pub(crate) unsafe fn meta<'a>(page: pg_sys::Page) -> Result<&'a mut Meta, Corrup
             || m.version != VERSION
             || !width_ok
             || m.free_count as usize > FREE_SLOTS
+            || header(page).pd_lower as usize != meta_lower(m.free_count as usize)
         {
             return Err(Corrupt);
         }
         Ok(m)
+    }
+}
+
+/// Keeps the first `count` blocks of the metapage's list (`free` set up to there).
+///
+/// # Safety
+/// `page` is a writable metapage (or a copy registered with generic WAL); `count` is at most
+/// [`FREE_SLOTS`].
+pub(crate) unsafe fn set_free_count(page: pg_sys::Page, count: usize) {
+    debug_assert!(count <= FREE_SLOTS);
+    // SAFETY: per the contract; a metapage's contents follow its header.
+    unsafe {
+        (*page.add(HEADER).cast::<Meta>()).free_count = count as u32;
+        header(page).pd_lower = meta_lower(count) as u16;
     }
 }
 

@@ -88,7 +88,7 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
     }
     // the last listed is filled first: the lowest block
     free.reverse();
-    if removed > 0 || free[..] != meta.free[..meta.free_count as usize] {
+    if removed > 0 || free[..] != *meta.free_blocks() {
         // SAFETY: block 0 is the metapage.
         let buf = unsafe {
             buffer::read(
@@ -99,10 +99,12 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
             )
         };
         let mut wal = Wal::start(index);
-        let meta = buffer::meta_of(index, wal.register(buf, false));
+        let page = wal.register(buf, false);
+        let meta = buffer::meta_of(index, page);
         meta.entries = meta.entries.saturating_sub(removed);
         meta.free[..free.len()].copy_from_slice(&free);
-        meta.free_count = free.len() as u32;
+        // SAFETY: the registered copy of the metapage; `free` holds at most FREE_SLOTS.
+        unsafe { page::set_free_count(page, free.len()) };
         wal.finish();
         release(buf);
     }
