@@ -5,7 +5,9 @@
 //! there from the insert of its heap tuple until a VACUUM finds that tuple dead to everyone, so
 //! the caller fetches each candidate by TID with its snapshot ([`fetch_visible`] does) and
 //! checks its text. A TID whose entry a VACUUM removes during a scan can be reused by a tuple
-//! inserted after the scan's snapshot, which that snapshot does not see.
+//! inserted after the scan's snapshot, which that snapshot does not see. It takes no predicate
+//! lock: under SERIALIZABLE the caller locks the table (`PredicateLockRelation`) as a
+//! sequential scan of it would.
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
