@@ -1,9 +1,8 @@
 //! Buffers and generic WAL for the sketch store: reading a block locked, adding one, changing
 //! pages through one generic WAL record. Locks are taken in one order, the metapage before a
-//! data page, and a data page's lock is never held while another one is taken (but for an
-//! insert that extends the store, whose new page nobody else can know of yet), so no two
-//! backends wait for each other. An error releases what is held (PostgreSQL's abort releases
-//! buffer locks and pins).
+//! data page, and no backend holds two data pages' locks at once, so no two backends wait for
+//! each other. An error releases what is held (PostgreSQL's abort releases buffer locks and
+//! pins).
 
 use pgrx::pg_sys;
 use pgrx::PgSqlErrorCode;

@@ -153,9 +153,8 @@ pub(super) unsafe extern "C-unwind" fn ambuild(
     wal.finish();
     release(buf);
 
-    // SAFETY: palloc0 of the node the caller expects.
-    let result = unsafe { PgBox::<pg_sys::IndexBuildResult>::alloc0() };
-    let mut result = result;
+    // SAFETY: palloc0 of the node the caller expects, in its memory context.
+    let mut result = unsafe { PgBox::<pg_sys::IndexBuildResult>::alloc0() };
     result.heap_tuples = heap_tuples;
     result.index_tuples = build.entries as f64;
     result.into_pg()

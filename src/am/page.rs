@@ -6,6 +6,9 @@
 //! the unused hole that generic WAL and full-page images skip, a special space naming the page's
 //! kind), so that `pg_filedump`, checksums and generic WAL treat it like bloom's or pgvector's.
 //!
+//! This module calls no server function (it uses PostgreSQL's page types only), so its tests
+//! run without a server.
+//!
 //! ```text
 //! data page: | header | TIDs (6 bytes each, `capacity` slots) | pad | sketches (width bytes each) ... | hole | special |
 //!                                                                     pd_lower ends after the last sketch ^      ^ pd_upper = pd_special
@@ -25,6 +28,8 @@ const PAGE_ID: u16 = 0xFF8D;
 const MAGIC: u32 = 0x4D48_534B;
 /// The layout version a metapage records; a store of another one is rebuilt, never read.
 const VERSION: u32 = 1;
+/// How many blocks with room the metapage lists for inserts to fill (see [`Meta::free`]).
+pub(crate) const FREE_SLOTS: usize = 1024;
 const KIND_META: u16 = 1;
 const KIND_DATA: u16 = 2;
 
@@ -63,6 +68,24 @@ pub(crate) struct Meta {
     pub(crate) insert_block: pg_sys::BlockNumber,
     /// Entries in the store, dead ones included until a VACUUM removes them.
     pub(crate) entries: u64,
+    /// How many of `free` are set (`pd_lower` ends after them: the rest is the page's hole,
+    /// which generic WAL neither compares nor logs).
+    free_count: u32,
+    /// Blocks the last VACUUM left with room, which inserts fill (the last first) before they
+    /// add a block.
+    pub(crate) free: [pg_sys::BlockNumber; FREE_SLOTS],
+}
+
+impl Meta {
+    /// The blocks with room, the last to be filled first.
+    pub(crate) fn free_blocks(&self) -> &[pg_sys::BlockNumber] {
+        &self.free[..self.free_count as usize]
+    }
+}
+
+/// `pd_lower` of a metapage listing `free_count` blocks.
+const fn meta_lower(free_count: usize) -> usize {
+    HEADER + offset_of!(Meta, free) + free_count * size_of::<pg_sys::BlockNumber>()
 }
 
 /// Where the arrays of a data page lie, for one sketch width.
@@ -98,7 +121,8 @@ impl Layout {
 
 /// What a page of the store is.
 pub(crate) enum Kind {
-    /// All zeros: a page extended but never written (a crash between the two leaves one).
+    /// All zeros: a page extended but never written (a crash between the two leaves one);
+    /// an insert may make it a data page.
     New,
     /// A data page with this many entries.
     Data(usize),
@@ -130,18 +154,23 @@ unsafe fn special<'a>(page: pg_sys::Page) -> Option<&'a mut Special> {
         .then(|| unsafe { &mut *page.add(BLOCK - SPECIAL).cast::<Special>() })
 }
 
-/// Initializes `page` (a copy registered with generic WAL, or a local buffer) with `kind`.
+/// Initializes `page` (a copy registered with generic WAL, or a local buffer) with `kind`, as
+/// `PageInit(page, BLCKSZ, SPECIAL)` does, then our special space.
 ///
 /// # Safety
 /// `page` points at `BLCKSZ` writable bytes, 8-aligned.
 unsafe fn init(page: pg_sys::Page, kind: u16, lower: usize) {
     // SAFETY: per the contract.
     unsafe {
-        pg_sys::PageInit(page, BLOCK, SPECIAL);
-        let s = special(page).expect("PageInit makes our special space");
+        std::ptr::write_bytes(page.cast::<u8>(), 0, BLOCK);
+        let h = header(page);
+        h.pd_upper = (BLOCK - SPECIAL) as u16;
+        h.pd_special = (BLOCK - SPECIAL) as u16;
+        h.pd_pagesize_version = (BLOCK as u16) | pg_sys::PG_PAGE_LAYOUT_VERSION as u16;
+        h.pd_lower = lower as u16;
+        let s = special(page).expect("our special space was just made");
         s.kind = kind;
         s.page_id = PAGE_ID;
-        header(page).pd_lower = lower as u16;
     }
 }
 
@@ -152,13 +181,15 @@ unsafe fn init(page: pg_sys::Page, kind: u16, lower: usize) {
 pub(crate) unsafe fn init_meta(page: pg_sys::Page, width: u32) {
     // SAFETY: per the contract; the metapage's contents fit after the header.
     unsafe {
-        init(page, KIND_META, HEADER + size_of::<Meta>());
+        init(page, KIND_META, meta_lower(0));
         page.add(HEADER).cast::<Meta>().write(Meta {
             magic: MAGIC,
             version: VERSION,
             width,
             insert_block: NO_BLOCK,
             entries: 0,
+            free_count: 0,
+            free: [NO_BLOCK; FREE_SLOTS],
         });
     }
 }
@@ -177,10 +208,29 @@ pub(crate) unsafe fn meta<'a>(page: pg_sys::Page) -> Result<&'a mut Meta, Corrup
         }
         let m = &mut *page.add(HEADER).cast::<Meta>();
         let width_ok = m.width == 0 || Layout::of(m.width as usize).is_some();
-        if m.magic != MAGIC || m.version != VERSION || !width_ok {
+        if m.magic != MAGIC
+            || m.version != VERSION
+            || !width_ok
+            || m.free_count as usize > FREE_SLOTS
+            || header(page).pd_lower as usize != meta_lower(m.free_count as usize)
+        {
             return Err(Corrupt);
         }
         Ok(m)
+    }
+}
+
+/// Keeps the first `count` blocks of the metapage's list (`free` set up to there).
+///
+/// # Safety
+/// `page` is a writable metapage (or a copy registered with generic WAL); `count` is at most
+/// [`FREE_SLOTS`].
+pub(crate) unsafe fn set_free_count(page: pg_sys::Page, count: usize) {
+    debug_assert!(count <= FREE_SLOTS);
+    // SAFETY: per the contract; a metapage's contents follow its header.
+    unsafe {
+        (*page.add(HEADER).cast::<Meta>()).free_count = count as u32;
+        header(page).pd_lower = meta_lower(count) as u16;
     }
 }
 
@@ -200,7 +250,8 @@ pub(crate) unsafe fn init_data(page: pg_sys::Page, layout: &Layout) {
 pub(crate) unsafe fn kind(page: pg_sys::Page, layout: &Layout) -> Result<Kind, Corrupt> {
     // SAFETY: per the contract.
     unsafe {
-        if pg_sys::PageIsNew(page) {
+        // (PageIsNew)
+        if header(page).pd_upper == 0 {
             return Ok(Kind::New);
         }
         let s = special(page).ok_or(Corrupt)?;
@@ -304,6 +355,52 @@ unsafe fn set_count(page: pg_sys::Page, layout: &Layout, count: usize) {
 mod tests {
     use super::*;
 
+    #[repr(C, align(8))]
+    struct TestPage([u8; BLOCK]);
+
+    impl TestPage {
+        fn new() -> Box<TestPage> {
+            Box::new(TestPage([0; BLOCK]))
+        }
+        fn ptr(&mut self) -> pg_sys::Page {
+            self.0.as_mut_ptr().cast()
+        }
+    }
+
+    fn tid(n: u32) -> pg_sys::ItemPointerData {
+        let mut t = pg_sys::ItemPointerData::default();
+        t.ip_blkid.bi_hi = (n >> 16) as u16;
+        t.ip_blkid.bi_lo = n as u16;
+        t.ip_posid = (n % 300 + 1) as u16;
+        t
+    }
+
+    fn sketch(n: u32, width: usize) -> Vec<u8> {
+        (0..width).map(|i| (n as usize * 31 + i) as u8).collect()
+    }
+
+    /// A TID's fields, comparable.
+    fn key(t: pg_sys::ItemPointerData) -> (u16, u16, u16) {
+        let (hi, lo, pos) = (t.ip_blkid.bi_hi, t.ip_blkid.bi_lo, t.ip_posid);
+        (hi, lo, pos)
+    }
+
+    /// The (tid, sketch) entries of a data page, checked.
+    fn read(page: &mut TestPage, layout: &Layout) -> Vec<((u16, u16, u16), Vec<u8>)> {
+        // SAFETY: a test page of BLCKSZ bytes.
+        unsafe {
+            let Ok(Kind::Data(count)) = kind(page.ptr(), layout) else {
+                panic!("not a data page");
+            };
+            let (tids, sketches) = entries(page.ptr(), layout, count);
+            assert_eq!(sketches.len(), count * layout.width);
+            tids.iter()
+                .map(|t| key(*t))
+                .zip(sketches.chunks_exact(layout.width).map(<[u8]>::to_vec))
+                .collect()
+        }
+    }
+
     #[test]
     fn layouts_fit_a_page() {
         for width in 1..=MAX_WIDTH {
@@ -317,5 +414,75 @@ mod tests {
         assert_eq!(Layout::of(0), None);
         assert_eq!(Layout::of(MAX_WIDTH + 1), None);
         assert_eq!(Layout::of(64).unwrap().capacity, 116);
+        assert_eq!(Layout::of(16).unwrap().capacity, 370);
+    }
+
+    /// Appends and packs against a model (a Vec of entries), for several widths: the page
+    /// holds exactly the model's entries, in order, with its bounds checked by `kind`.
+    #[test]
+    fn append_and_compact_keep_the_entries_in_order() {
+        for width in [1, 7, 16, 64, 1000, MAX_WIDTH] {
+            let layout = Layout::of(width).unwrap();
+            let mut page = TestPage::new();
+            // SAFETY: a test page of BLCKSZ bytes.
+            unsafe { init_data(page.ptr(), &layout) };
+            let mut model = Vec::new();
+            let mut next = 0u32;
+            for round in 0..4 {
+                while model.len() < layout.capacity {
+                    let (t, s) = (tid(next), sketch(next, width));
+                    // SAFETY: a data page with room.
+                    unsafe { append(page.ptr(), &layout, model.len(), t, &s) };
+                    model.push((key(t), s));
+                    next += 1;
+                }
+                assert_eq!(read(&mut page, &layout), model);
+                // keep every (round + 2)th entry
+                let keep: Vec<bool> = (0..model.len()).map(|i| i % (round + 2) == 0).collect();
+                // SAFETY: a data page with `keep.len()` entries.
+                let kept = unsafe { compact(page.ptr(), &layout, &keep) };
+                let mut k = keep.iter();
+                model.retain(|_| *k.next().unwrap());
+                assert_eq!(kept, model.len());
+                assert_eq!(read(&mut page, &layout), model);
+            }
+        }
+    }
+
+    #[test]
+    fn pages_are_checked() {
+        let layout = Layout::of(64).unwrap();
+        let mut page = TestPage::new();
+        // SAFETY: test pages of BLCKSZ bytes.
+        unsafe {
+            assert!(matches!(kind(page.ptr(), &layout), Ok(Kind::New)));
+            init_meta(page.ptr(), 64);
+            assert!(matches!(kind(page.ptr(), &layout), Err(Corrupt)));
+            let m = meta(page.ptr()).ok().unwrap();
+            assert_eq!((m.width, m.insert_block, m.entries), (64, NO_BLOCK, 0));
+            assert!(m.free_blocks().is_empty());
+            m.free[..3].copy_from_slice(&[5, 4, 3]);
+            set_free_count(page.ptr(), 3);
+            assert_eq!(meta(page.ptr()).ok().unwrap().free_blocks(), [5, 4, 3]);
+            // a width no page holds, a count past the list, another page id
+            meta(page.ptr()).ok().unwrap().width = (MAX_WIDTH + 1) as u32;
+            assert!(meta(page.ptr()).is_err());
+            init_meta(page.ptr(), 0);
+            (*page.ptr().add(HEADER).cast::<Meta>()).free_count = 2;
+            assert!(meta(page.ptr()).is_err());
+            init_data(page.ptr(), &layout);
+            assert!(meta(page.ptr()).is_err());
+            append(page.ptr(), &layout, 0, tid(1), &sketch(1, 64));
+            assert!(matches!(kind(page.ptr(), &layout), Ok(Kind::Data(1))));
+            // pd_lower that does not match the count, a count over the capacity, a page id
+            header(page.ptr()).pd_lower += 1;
+            assert!(kind(page.ptr(), &layout).is_err());
+            header(page.ptr()).pd_lower -= 1;
+            special(page.ptr()).unwrap().count = (layout.capacity + 1) as u16;
+            assert!(kind(page.ptr(), &layout).is_err());
+            special(page.ptr()).unwrap().count = 1;
+            page.0[BLOCK - 1] ^= 1;
+            assert!(kind(page.ptr(), &layout).is_err());
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! there from the insert of its heap tuple until a VACUUM finds that tuple dead to everyone, so
 //! the caller fetches each candidate by TID with its snapshot ([`fetch_visible`] does) and
 //! checks its text. A TID whose entry a VACUUM removes during a scan can be reused by a tuple
-//! inserted after the scan's snapshot, which that snapshot does not see.
+//! inserted after the scan's snapshot, which that snapshot does not see. It takes no predicate
+//! lock: under SERIALIZABLE the caller locks the table (`PredicateLockRelation`) as a
+//! sequential scan of it would.
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
@@ -108,7 +110,10 @@ pub(crate) fn scan_entries(
 
 /// Fetches the version of the heap tuple at `tid` (the root of a HOT chain, as an index entry
 /// names it) that `snapshot` sees into `fetch.slot`; false if it sees none.
-#[allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")]
+#[cfg_attr(
+    not(any(test, feature = "pg_test")),
+    allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")
+)]
 pub(crate) fn fetch_visible(
     fetch: &mut HeapFetch,
     tid: pg_sys::ItemPointerData,
@@ -133,14 +138,20 @@ pub(crate) fn fetch_visible(
 
 /// The state of fetches from one heap by TID: the table access method's index-fetch state and a
 /// slot. Ended by [`HeapFetch::end`] (or the transaction's end on an error).
-#[allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")]
+#[cfg_attr(
+    not(any(test, feature = "pg_test")),
+    allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")
+)]
 pub(crate) struct HeapFetch {
     scan: *mut pg_sys::IndexFetchTableData,
     /// The slot the last visible tuple was stored in.
     pub(crate) slot: *mut pg_sys::TupleTableSlot,
 }
 
-#[allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")]
+#[cfg_attr(
+    not(any(test, feature = "pg_test")),
+    allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")
+)]
 impl HeapFetch {
     /// `heap` is an open table.
     pub(crate) fn begin(heap: pg_sys::Relation) -> HeapFetch {

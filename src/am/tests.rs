@@ -38,7 +38,7 @@ fn _minhash_sketch_scan_ms(index: Regclass, runs: i32, touch: bool) -> f64 {
 mod tests {
     use pgrx::prelude::*;
 
-    use crate::am::read::{scan_entries, summary};
+    use crate::am::read::{fetch_visible, scan_entries, summary, HeapFetch};
 
     /// Opens the index named `name` and calls `f` with it.
     fn with_index<T>(name: &str, f: impl FnOnce(pg_sys::Relation) -> T) -> T {
@@ -119,5 +119,58 @@ mod tests {
         Spi::run("INSERT INTO e VALUES ('\\x0102'), (NULL), ('\\x0304')").unwrap();
         let s = with_index("e_sketch", summary);
         assert_eq!((s.width, s.entries, s.pages), (2, 2, 2));
+    }
+
+    #[pg_test]
+    fn fetch_visible_follows_hot_chains_and_skips_dead_rows() {
+        Spi::run(
+            "CREATE TABLE f (id int, body text, note text) WITH (fillfactor = 50);
+             INSERT INTO f SELECT g, 'row ' || g FROM generate_series(1, 6) g;
+             CREATE INDEX f_sketch ON f USING minhash_sketch
+                 ((pg_catalog.decode(pg_catalog.md5(body), 'hex')));
+             UPDATE f SET note = 'hot' WHERE id = 1;
+             DELETE FROM f WHERE id = 2;",
+        )
+        .unwrap();
+        let heap_oid = Spi::get_one::<pg_sys::Oid>("SELECT 'f'::regclass::oid")
+            .unwrap()
+            .unwrap();
+        let mut tids = Vec::new();
+        with_index("f_sketch", |rel| {
+            scan_entries(rel, |page_tids, _, _| tids.extend_from_slice(page_tids));
+        });
+        assert_eq!(tids.len(), 6);
+        // SAFETY: the test's table, opened and closed here; the latest snapshot sees the
+        // test's own writes (the statement's snapshot predates them).
+        let visible: Vec<(u32, u16)> = unsafe {
+            let snapshot = pg_sys::GetLatestSnapshot();
+            let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as i32);
+            let mut fetch = HeapFetch::begin(heap);
+            let mut visible = Vec::new();
+            for tid in tids {
+                if fetch_visible(&mut fetch, tid, snapshot) {
+                    visible.push(pgrx::itemptr::item_pointer_get_both((*fetch.slot).tts_tid));
+                }
+            }
+            fetch.end();
+            pg_sys::table_close(heap, pg_sys::AccessShareLock as i32);
+            visible
+        };
+        let mut rows: Vec<(u32, u16)> = Spi::connect(|client| {
+            client
+                .select("SELECT ctid FROM f", None, &[])
+                .unwrap()
+                .map(|row| {
+                    let tid = row.get::<pg_sys::ItemPointerData>(1).unwrap().unwrap();
+                    pgrx::itemptr::item_pointer_get_both(tid)
+                })
+                .collect()
+        });
+        rows.sort();
+        let mut visible = visible;
+        visible.sort();
+        // five rows, the HOT-updated one at its new version (0,7)
+        assert_eq!(visible, rows);
+        assert!(visible.contains(&(0, 7)));
     }
 }

@@ -4,13 +4,14 @@
 //! count then drops by the entries removed.
 //!
 //! Entries never move between pages, so a reader that reads every page once sees every entry
-//! that was there before it started and not removed. Space freed on a page other than the
-//! insert block is reused after a REINDEX only.
+//! that was there before it started and not removed. The metapage then lists the blocks with
+//! room (up to [`FREE_SLOTS`]), which inserts fill before they add blocks.
 
 use pgrx::prelude::*;
 
 use super::buffer::{self, page_of, release, Wal};
-use super::page::{self, Kind, META_BLOCK};
+use super::page::{self, Kind, FREE_SLOTS, META_BLOCK};
+use crate::pg::compat;
 
 /// The statistics node VACUUM passes on, made on first use.
 fn stats_or_new(stats: *mut pg_sys::IndexBulkDeleteResult) -> *mut pg_sys::IndexBulkDeleteResult {
@@ -42,11 +43,11 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
     let blocks = buffer::blocks(index);
     let mut removed: u64 = 0;
     let mut kept: u64 = 0;
+    let mut free = Vec::new();
     if let Some(layout) = buffer::layout_of(index, &meta) {
         let mut keep = Vec::with_capacity(layout.capacity);
         for block in META_BLOCK + 1..blocks {
-            // SAFETY: a backend function VACUUM calls between pages.
-            unsafe { pg_sys::vacuum_delay_point() };
+            compat::vacuum_delay_point();
             // SAFETY: the block is below the store's size.
             let buf =
                 unsafe { buffer::read(index, block, pg_sys::BUFFER_LOCK_EXCLUSIVE, strategy) };
@@ -55,6 +56,9 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
                 Ok(Kind::Data(count)) => count,
                 Ok(Kind::New) => {
                     release(buf);
+                    if free.len() < FREE_SLOTS {
+                        free.push(block);
+                    }
                     continue;
                 }
                 Err(_) => buffer::corrupted(index, block),
@@ -75,11 +79,16 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
                 wal.finish();
             }
             release(buf);
+            if left < layout.capacity && block != meta.insert_block && free.len() < FREE_SLOTS {
+                free.push(block);
+            }
             removed += (count - left) as u64;
             kept += left as u64;
         }
     }
-    if removed > 0 {
+    // the last listed is filled first: the lowest block
+    free.reverse();
+    if removed > 0 || free[..] != *meta.free_blocks() {
         // SAFETY: block 0 is the metapage.
         let buf = unsafe {
             buffer::read(
@@ -90,8 +99,12 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
             )
         };
         let mut wal = Wal::start(index);
-        let meta = buffer::meta_of(index, wal.register(buf, false));
+        let page = wal.register(buf, false);
+        let meta = buffer::meta_of(index, page);
         meta.entries = meta.entries.saturating_sub(removed);
+        meta.free[..free.len()].copy_from_slice(&free);
+        // SAFETY: the registered copy of the metapage; `free` holds at most FREE_SLOTS.
+        unsafe { page::set_free_count(page, free.len()) };
         wal.finish();
         release(buf);
     }

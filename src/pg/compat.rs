@@ -66,6 +66,21 @@ pub(crate) unsafe fn index_beginscan(
     scan
 }
 
+/// VACUUM's pause between pages of an index (`vacuum_delay_point`; PostgreSQL 18 asks whether
+/// ANALYZE is the caller: it is not).
+pub(crate) fn vacuum_delay_point() {
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+    // SAFETY: a backend function VACUUM's callbacks call between pages.
+    unsafe {
+        pg_sys::vacuum_delay_point()
+    };
+    #[cfg(feature = "pg18")]
+    // SAFETY: as above.
+    unsafe {
+        pg_sys::vacuum_delay_point(false)
+    };
+}
+
 /// PostgreSQL 18's virtual generated columns: the index's triggers would see no value in one,
 /// so a text column that is one is refused, when the index is made and by a later ALTER TABLE.
 #[cfg(all(feature = "pg18", any(test, feature = "pg_test")))]

@@ -1,5 +1,6 @@
-//! PostgreSQL plumbing shared by the SQL functions (`sql`) and the managed index (`index`):
-//! errors, relation names and quoting, tuple access, typed ids, per-backend state.
+//! PostgreSQL plumbing shared by the SQL functions (`sql`), the managed index (`index`) and the
+//! sketch store (`am`): errors, relation names and quoting, tuple access, typed ids, per-backend
+//! state, version gates.
 
 pub mod backend;
 pub mod compat;

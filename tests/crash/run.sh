@@ -5,7 +5,7 @@
 # exact (minhash_index_check 0|0) and a 'reject' trigger still refuses a near-duplicate of a
 # row that survived. A sketch store (access method minhash_sketch) comes back from its generic
 # WAL holding exactly the table's rows (writes and a VACUUM after the checkpoint replayed), an
-# unlogged table's empty and usable. Also: a claim left by ON CONFLICT DO NOTHING, then the band
+# unlogged table's empty and usable; a page of it damaged on disk is an ERROR XX002. Also: a claim left by ON CONFLICT DO NOTHING, then the band
 # table moved to another tablespace in the same transaction: no band rows are left behind.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,6 +19,9 @@ cluster_start "$dir"
 psql() { command psql -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 fail() { echo "crash: $*" >&2; exit 1; }
 
+# (recovery checks every generic WAL record it replays against a full image of the page: a
+# sketch store's record that replays to other bytes than were written stops the restart)
+psql -o /dev/null -c "ALTER SYSTEM SET wal_consistency_checking = 'generic'" -c "SELECT pg_reload_conf()"
 psql -o /dev/null <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION pg_minhash;
@@ -84,6 +87,26 @@ SELECT entries FROM minhash_internal._minhash_sketch_stats('sketched_unlogged_s'
 SQL
 )
 [ "$(echo $sketches)" = "640|640|0|0 0|0|1 1" ] || fail "sketch stores after the crash: $(echo $sketches)"
+# a store's page overwritten on disk (the page id of block 1): reading it or VACUUM is an ERROR
+# XX002 naming the index and the block, not a crash
+file=$(psql -At -c "SELECT pg_relation_filepath('sketched_s')")
+as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null
+printf '\x00\x00' | as_postgres dd of="$CLUSTER_DIR/data/$file" bs=1 seek=$((2 * 8192 - 2)) conv=notrunc status=none
+as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
+    -o "-c listen_addresses='' -k $CLUSTER_DIR -p 5432" start >/dev/null
+corrupted=$(psql -At 2>&1 <<'SQL'
+DO $$ BEGIN
+    PERFORM count(*) FROM minhash_internal._minhash_sketch_entries('sketched_s');
+EXCEPTION WHEN index_corrupted THEN RAISE NOTICE '%', SQLERRM; END $$;
+SQL
+)
+[ "$corrupted" = 'NOTICE:  index "sketched_s" contains a corrupted page at block 1' ] ||
+    fail "a corrupted sketch store page: $corrupted"
+vacuumed=$(psql -c "DELETE FROM sketched WHERE id < 10" -c "VACUUM (INDEX_CLEANUP ON) sketched" 2>&1 || true)
+case "$vacuumed" in
+    *'ERROR:  index "sketched_s" contains a corrupted page at block 1'*) ;;
+    *) fail "VACUUM of a corrupted sketch store: $vacuumed" ;;
+esac
 
 # a claim open while the band table moves to another tablespace
 space="$dir/space"

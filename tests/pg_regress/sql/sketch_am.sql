@@ -54,6 +54,26 @@ SELECT * FROM sketch_stats('sk_docs_md5');
 VACUUM sk_docs;
 SELECT * FROM sketch_stats('sk_docs_md5');
 SELECT * FROM sketch_exact('sk_docs', 'sk_docs_md5');
+-- VACUUM lists the blocks it leaves with room (the insert block aside), and inserts fill the
+-- insert block, then those, lowest first, before they add blocks: 2000 entries, 370 to a page
+CREATE TABLE sk_reuse (id int, body text) WITH (autovacuum_enabled = off);
+CREATE INDEX sk_reuse_md5 ON sk_reuse USING minhash_sketch ((pg_catalog.decode(pg_catalog.md5(body), 'hex')));
+INSERT INTO sk_reuse SELECT g, 'reused ' || g FROM generate_series(1, 2000) g;
+SELECT * FROM sketch_stats('sk_reuse_md5');
+DELETE FROM sk_reuse WHERE id <= 1000;
+VACUUM sk_reuse;
+SELECT * FROM sketch_stats('sk_reuse_md5');
+-- 220 to the insert block (6), 370 to block 1, 370 to block 2, 40 to block 3: no new block
+INSERT INTO sk_reuse SELECT g, 'reused ' || g FROM generate_series(2001, 3000) g;
+SELECT * FROM sketch_stats('sk_reuse_md5');
+SELECT * FROM sketch_exact('sk_reuse', 'sk_reuse_md5');
+-- 221 more fill block 3, the last with room, and one more takes a new block
+INSERT INTO sk_reuse SELECT g, 'reused ' || g FROM generate_series(3001, 3220) g;
+SELECT * FROM sketch_stats('sk_reuse_md5');
+INSERT INTO sk_reuse VALUES (3221, 'reused 3221');
+SELECT * FROM sketch_stats('sk_reuse_md5');
+SELECT * FROM sketch_exact('sk_reuse', 'sk_reuse_md5');
+
 -- an aborted insert leaves an entry until VACUUM
 BEGIN;
 INSERT INTO sk_docs SELECT g, 'rolled back ' || g FROM generate_series(2001, 2050) g;
@@ -174,6 +194,21 @@ VACUUM sk_unlogged;
 SELECT * FROM sketch_exact('sk_unlogged', 'sk_unlogged_md5');
 SELECT relpersistence FROM pg_class WHERE oid = 'sk_unlogged_md5'::regclass;
 
+-- TRUNCATE gives a store a new, empty file (and one truncated in the transaction that made it)
+TRUNCATE sk_unlogged;
+SELECT * FROM sketch_stats('sk_unlogged_md5');
+INSERT INTO sk_unlogged SELECT g, 'unlogged ' || g FROM generate_series(1, 3) g;
+SELECT * FROM sketch_exact('sk_unlogged', 'sk_unlogged_md5');
+BEGIN;
+CREATE TABLE sk_trunc (id int, body text);
+CREATE INDEX sk_trunc_md5 ON sk_trunc USING minhash_sketch ((pg_catalog.decode(pg_catalog.md5(body), 'hex')));
+INSERT INTO sk_trunc SELECT g, 'truncated ' || g FROM generate_series(1, 500) g;
+TRUNCATE sk_trunc;
+INSERT INTO sk_trunc SELECT g, 'kept ' || g FROM generate_series(1, 7) g;
+COMMIT;
+SELECT * FROM sketch_stats('sk_trunc_md5');
+SELECT * FROM sketch_exact('sk_trunc', 'sk_trunc_md5');
+
 -- a partitioned table: one store per partition, the partitioned index has none (42809)
 CREATE TABLE sk_parts (id int, body text) PARTITION BY RANGE (id);
 CREATE TABLE sk_parts_1 PARTITION OF sk_parts FOR VALUES FROM (0) TO (100) WITH (autovacuum_enabled = off);
@@ -201,7 +236,7 @@ SELECT try($$SELECT * FROM minhash_internal._minhash_sketch_entries('sk_docs_md5
 SELECT try($$SELECT * FROM minhash_internal._minhash_sketch_stats('sk_docs_md5')$$);
 RESET ROLE;
 
-DROP TABLE sk_docs, sk_hot, sk_width, sk_toast, sk_widest, sk_unlogged, sk_parts;
+DROP TABLE sk_docs, sk_reuse, sk_hot, sk_width, sk_toast, sk_widest, sk_unlogged, sk_trunc, sk_parts;
 DROP FUNCTION public.sketch_entries(regclass), public.sketch_stats(regclass),
     public.sketch_exact(regclass, regclass), public.sketch_plan(text);
 REVOKE ALL ON SCHEMA public FROM regress_sketch_reader;
