@@ -270,13 +270,7 @@ mod tests {
     #[test]
     fn sketch_keeps_pairs_at_the_bar() {
         let mut rng = Rng(17);
-        let words: Vec<String> = (0..500)
-            .map(|_| {
-                (0..5)
-                    .map(|_| char::from(b'a' + rng.below(26) as u8))
-                    .collect()
-            })
-            .collect();
+        let words: Vec<String> = (0..500).map(|_| rng.word(5)).collect();
         let mut signer = Signer::default();
         let shingling = Shingling::new(5, "char").unwrap();
         let mut sketch_of =

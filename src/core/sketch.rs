@@ -134,13 +134,7 @@ mod tests {
     #[test]
     fn filter_keeps_similar_pairs_and_drops_unrelated_ones() {
         let mut rng = Rng(11);
-        let words: Vec<String> = (0..400)
-            .map(|_| {
-                (0..5)
-                    .map(|_| char::from(b'a' + rng.below(26) as u8))
-                    .collect()
-            })
-            .collect();
+        let words: Vec<String> = (0..400).map(|_| rng.word(5)).collect();
         let mut signer = Signer::default();
         let shingling = Shingling::new(5, "char").unwrap();
         let mut sketch_of =

@@ -14,4 +14,11 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
+
+    /// A word of `len` random lowercase ASCII letters.
+    pub fn word(&mut self, len: u64) -> String {
+        (0..len)
+            .map(|_| char::from(b'a' + self.below(26) as u8))
+            .collect()
+    }
 }

@@ -36,6 +36,24 @@ pub(super) struct DirectIndex {
     index: pg_sys::Oid,
 }
 
+/// Whether the current user may read every row of `table` as it is: table-level SELECT, and
+/// no row-level security applies to it (a direct read returns what its SQL would).
+pub(super) fn caller_reads_whole(table: pg_sys::Oid) -> bool {
+    let mut missing = false;
+    // SAFETY: plain catalog checks; a missing table is reported through `missing`.
+    unsafe {
+        pg_sys::pg_class_aclcheck_ext(
+            table,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_SELECT as pg_sys::AclMode,
+            &mut missing,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+            && !missing
+            && pg_sys::check_enable_rls(table, pg_sys::InvalidOid, true)
+                != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+    }
+}
+
 /// The operator family, input type and collation of an index's first column.
 #[derive(Clone, Copy)]
 struct FirstColumn {
@@ -134,20 +152,7 @@ impl DirectIndex {
 
     /// Whether the current user, now, may read `table` directly (see the module documentation).
     fn readable(&self) -> bool {
-        let mut missing = false;
-        // SAFETY: plain catalog checks; a missing table is reported through `missing`.
-        self.usable()
-            && unsafe {
-                pg_sys::pg_class_aclcheck_ext(
-                    self.table,
-                    pg_sys::GetUserId(),
-                    pg_sys::ACL_SELECT as pg_sys::AclMode,
-                    &mut missing,
-                ) == pg_sys::AclResult::ACLCHECK_OK
-                    && !missing
-                    && pg_sys::check_enable_rls(self.table, pg_sys::InvalidOid, true)
-                        != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-            }
+        self.usable() && caller_reads_whole(self.table)
     }
 
     /// Runs `read(scan, heap, slot)` once per value of `keys`, with the scan positioned before

@@ -22,6 +22,7 @@ use crate::pg::names::{qualified_name, quote_ident, quote_literal};
 use crate::pg::tuple::{attnum, varlena_bytes};
 
 use super::key::{Id, KeyType};
+use super::scan::caller_reads_whole;
 use super::spi::spi_failed;
 use super::text::{utf8, TextSource};
 
@@ -119,18 +120,9 @@ impl SketchStore {
                 return false;
             }
             self.parts.iter().all(|part| {
-                let mut missing = false;
                 part.check_xmin
                     .is_none_or(|xmin| pg_sys::TransactionIdPrecedes(xmin, pg_sys::TransactionXmin))
-                    && pg_sys::pg_class_aclcheck_ext(
-                        part.table,
-                        pg_sys::GetUserId(),
-                        pg_sys::ACL_SELECT as pg_sys::AclMode,
-                        &mut missing,
-                    ) == pg_sys::AclResult::ACLCHECK_OK
-                    && !missing
-                    && pg_sys::check_enable_rls(part.table, pg_sys::InvalidOid, true)
-                        != pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+                    && caller_reads_whole(part.table)
             })
         }
     }

@@ -18,9 +18,7 @@ mod tests {
         let vocabulary: Vec<String> = (0..3000)
             .map(|_| {
                 let len = 3 + rng.below(7);
-                (0..len)
-                    .map(|_| char::from(b'a' + rng.below(26) as u8))
-                    .collect()
+                rng.word(len)
             })
             .collect();
         let word = |rng: &mut Rng| vocabulary[rng.below(3000) as usize].clone();
