@@ -9,6 +9,7 @@
 #   bash benches/run.sh --quick          seconds-long smoke version: small corpora, no peers
 #   bash benches/run.sh --only crowded   one phase (kernel, debian, scale, crowded, citus;
 #                                        repeatable)
+#   bash benches/run.sh --only scale --scale-rows 4000000   the scale phase at another size
 # The citus phase (benches/citus.sh) runs the Debian descriptions on a 3-node Citus cluster
 # against a plain table, after the others.
 set -euo pipefail
