@@ -14,6 +14,7 @@
 //! (the rows a `k` lookup on real text verifies in vain) while keeping a row at the bar with
 //! probability 0.999 (docs/internals.md, "The sketch store").
 
+use super::capacity::reserve;
 use super::hash::splitmix64;
 use super::sketch::binomial_lower_quantile;
 
@@ -92,7 +93,12 @@ fn equal_slots_avx2(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8>) {
         let low = _mm256_set1_epi8(0x0f);
         let high = _mm256_set1_epi8(0xf0u8 as i8);
         let zero = _mm256_setzero_si256();
-        counts.reserve(sketches.len() / FINE_BYTES);
+        reserve(
+            counts,
+            sketches.len() / FINE_BYTES,
+            "the sketch counts of a page",
+        )
+        .unwrap_or_else(|e| e.fail());
         let base = sketches.as_ptr();
         for (i, s) in sketches.chunks_exact(FINE_BYTES).enumerate() {
             // (the sketches of a page stream from memory: ask for them ahead; a prefetch past
@@ -153,8 +159,15 @@ impl<T: Copy> Shortlist<T> {
         self.floor
     }
 
-    /// Offers the rows `rows[i]` with `counts[i]` equal slots.
+    /// Offers the rows `rows[i]` with `counts[i]` equal slots (a [`super::capacity::CapacityError`] through
+    /// its handler where memory runs out: a shortlist without a cap grows with the table).
     pub fn offer(&mut self, counts: &[u8], rows: impl Fn(usize) -> T) {
+        reserve(
+            &mut self.rows,
+            counts.len(),
+            "the rows of a sketch store's sweep",
+        )
+        .unwrap_or_else(|e| e.fail());
         let floor = self.floor as u8;
         for (i, &count) in counts.iter().enumerate() {
             if count >= floor {
