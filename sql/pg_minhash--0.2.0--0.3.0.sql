@@ -1368,6 +1368,8 @@ CREATE FUNCTION @extschema@."minhash_sketch"(
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'minhash_sketch_wrapper';
+COMMENT ON FUNCTION @extschema@.minhash_sketch(text, int, text) IS
+    'the 64-byte fine sketch of a text (128 slots of 4 bits) that a sketch store holds of each row';
 CREATE FUNCTION minhash_internal."_minhash_sync_stores"(
 	"tbl" regclass
 ) RETURNS void
@@ -1601,6 +1603,8 @@ FROM (SELECT DISTINCT tbl FROM @extschema@.minhash_indexes) i,
 -- TID and fixed-width sketch packed many to a page, and its internal functions.
 CREATE FUNCTION @extschema@.minhash_sketch_handler(internal) RETURNS index_am_handler
 LANGUAGE c AS 'MODULE_PATHNAME', 'minhash_sketch_handler_wrapper';
+COMMENT ON FUNCTION @extschema@.minhash_sketch_handler(internal) IS
+    'handler of the index access method minhash_sketch, the sketch store of the lookups';
 CREATE ACCESS METHOD minhash_sketch TYPE INDEX HANDLER @extschema@.minhash_sketch_handler;
 CREATE OPERATOR CLASS @extschema@.bytea_minhash_sketch_ops
     DEFAULT FOR TYPE bytea USING minhash_sketch AS STORAGE bytea;

@@ -202,7 +202,9 @@ BEGIN
             ('minhash_duplicates', 'anyarray', 'every pair of near-duplicate texts of an array, by the ids of a parallel array, with exact Jaccard'),
             ('minhash_clusters', 'regclass', 'the clusters of near-duplicate rows of an indexed table: connected (named by their smallest id) or around a kept row'),
             ('minhash_clusters', 'anyarray', 'the clusters of near-duplicate texts of an array, by the ids of a parallel array: connected or around a kept row'),
-            ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)')
+            ('minhash_flag_duplicate', NULL, 'row trigger: flags a row that near-duplicates another, or rejects it (23505)'),
+            ('minhash_sketch', NULL, 'the 64-byte fine sketch of a text (128 slots of 4 bits) that a sketch store holds of each row'),
+            ('minhash_sketch_handler', NULL, 'handler of the index access method minhash_sketch, the sketch store of the lookups')
         ) c(name, first_arg, description)
         JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) c.name
          AND p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('@extschema@')

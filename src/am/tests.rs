@@ -9,7 +9,7 @@ use crate::pg::names::Regclass;
 /// Milliseconds of the fastest of `runs` scans of the store `index` (for the benchmark in
 /// docs/internals.md, "The sketch store"); with `touch`, the visitor reads every sketch word
 /// (an XOR of them all), as a comparison would, else it only counts entries.
-#[pg_extern(volatile, strict, schema = "minhash_internal")]
+#[pg_extern(volatile, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_sketch_scan_ms(index: Regclass, runs: i32, touch: bool) -> f64 {
     // SAFETY: opened and closed here under AccessShareLock.
     let rel = unsafe { pg_sys::index_open(index.0, pg_sys::AccessShareLock as i32) };
