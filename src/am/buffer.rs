@@ -102,17 +102,16 @@ pub(super) fn meta_of<'a>(index: pg_sys::Relation, page: pg_sys::Page) -> &'a mu
     unsafe { page::meta(page) }.unwrap_or_else(|Corrupt| corrupted(index, META_BLOCK))
 }
 
+/// The metapage's buffer, pinned and locked in `mode` (`BUFFER_LOCK_SHARE` or
+/// `BUFFER_LOCK_EXCLUSIVE`).
+pub(super) fn lock_meta(index: pg_sys::Relation, mode: u32) -> pg_sys::Buffer {
+    // SAFETY: every store has its metapage at block 0.
+    unsafe { read(index, META_BLOCK, mode, std::ptr::null_mut()) }
+}
+
 /// A copy of the metapage's contents, read under a share lock.
 pub(super) fn read_meta(index: pg_sys::Relation) -> Meta {
-    // SAFETY: every store has its metapage at block 0.
-    let buf = unsafe {
-        read(
-            index,
-            META_BLOCK,
-            pg_sys::BUFFER_LOCK_SHARE,
-            std::ptr::null_mut(),
-        )
-    };
+    let buf = lock_meta(index, pg_sys::BUFFER_LOCK_SHARE);
     let meta = *meta_of(index, page_of(buf));
     release(buf);
     meta

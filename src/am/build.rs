@@ -136,15 +136,7 @@ pub(super) unsafe extern "C-unwind" fn ambuild(
         build.flush(&layout);
     }
     // the metapage gets the width, the last page (where inserts continue) and the count
-    // SAFETY: block 0 was written above.
-    let buf = unsafe {
-        buffer::read(
-            index,
-            META_BLOCK,
-            pg_sys::BUFFER_LOCK_EXCLUSIVE,
-            std::ptr::null_mut(),
-        )
-    };
+    let buf = buffer::lock_meta(index, pg_sys::BUFFER_LOCK_EXCLUSIVE);
     let mut wal = Wal::start(index);
     let meta = buffer::meta_of(index, wal.register(buf, false));
     meta.width = build.layout.map_or(0, |l| l.width as u32);

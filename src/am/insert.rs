@@ -10,7 +10,7 @@
 use pgrx::prelude::*;
 
 use super::buffer::{self, page_of, release, Wal};
-use super::page::{self, Kind, META_BLOCK, NO_BLOCK};
+use super::page::{self, Kind, NO_BLOCK};
 use super::value::{layout_for, with_bytes};
 
 #[pg_guard]
@@ -37,15 +37,7 @@ pub(super) unsafe extern "C-unwind" fn aminsert(
 }
 
 fn insert(index: pg_sys::Relation, tid: pg_sys::ItemPointerData, bytes: &[u8]) {
-    // SAFETY: every store has its metapage at block 0.
-    let meta_buf = unsafe {
-        buffer::read(
-            index,
-            META_BLOCK,
-            pg_sys::BUFFER_LOCK_EXCLUSIVE,
-            std::ptr::null_mut(),
-        )
-    };
+    let meta_buf = buffer::lock_meta(index, pg_sys::BUFFER_LOCK_EXCLUSIVE);
     // (read in place: the changes go to the copy generic WAL registers)
     let meta = buffer::meta_of(index, page_of(meta_buf));
     let layout = layout_for(index, meta.width, bytes.len());

@@ -89,15 +89,7 @@ pub(super) unsafe extern "C-unwind" fn ambulkdelete(
     // the last listed is filled first: the lowest block
     free.reverse();
     if removed > 0 || free[..] != *meta.free_blocks() {
-        // SAFETY: block 0 is the metapage.
-        let buf = unsafe {
-            buffer::read(
-                index,
-                META_BLOCK,
-                pg_sys::BUFFER_LOCK_EXCLUSIVE,
-                std::ptr::null_mut(),
-            )
-        };
+        let buf = buffer::lock_meta(index, pg_sys::BUFFER_LOCK_EXCLUSIVE);
         let mut wal = Wal::start(index);
         let page = wal.register(buf, false);
         let meta = buffer::meta_of(index, page);
