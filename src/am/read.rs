@@ -110,10 +110,6 @@ pub(crate) fn scan_entries(
 
 /// Fetches the version of the heap tuple at `tid` (the root of a HOT chain, as an index entry
 /// names it) that `snapshot` sees into `fetch.slot`; false if it sees none.
-#[cfg_attr(
-    not(any(test, feature = "pg_test")),
-    allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")
-)]
 pub(crate) fn fetch_visible(
     fetch: &mut HeapFetch,
     tid: pg_sys::ItemPointerData,
@@ -138,20 +134,12 @@ pub(crate) fn fetch_visible(
 
 /// The state of fetches from one heap by TID: the table access method's index-fetch state and a
 /// slot. Ended by [`HeapFetch::end`] (or the transaction's end on an error).
-#[cfg_attr(
-    not(any(test, feature = "pg_test")),
-    allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")
-)]
 pub(crate) struct HeapFetch {
     scan: *mut pg_sys::IndexFetchTableData,
     /// The slot the last visible tuple was stored in.
     pub(crate) slot: *mut pg_sys::TupleTableSlot,
 }
 
-#[cfg_attr(
-    not(any(test, feature = "pg_test")),
-    allow(dead_code, reason = "for the lookups' sketch scan (issue 45, part 2)")
-)]
 impl HeapFetch {
     /// `heap` is an open table.
     pub(crate) fn begin(heap: pg_sys::Relation) -> HeapFetch {

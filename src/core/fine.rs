@@ -137,6 +137,8 @@ pub fn min_equal_slots(bar: f64, miss: f64) -> u32 {
 pub struct Shortlist<T> {
     cap: Option<usize>,
     floor: u32,
+    /// Rows with this many equal slots or more are not offered (an earlier sweep took them).
+    below: u32,
     rows: Vec<(u8, T)>,
     /// Rows kept per count of equal slots.
     counts: [usize; FINE_SLOTS + 1],
@@ -149,9 +151,16 @@ impl<T: Copy> Shortlist<T> {
         Shortlist {
             cap,
             floor,
+            below: FINE_SLOTS as u32 + 1,
             rows: Vec::new(),
             counts: [0; FINE_SLOTS + 1],
         }
+    }
+
+    /// The same, of the rows with fewer than `below` equal slots only (those left after a
+    /// sweep that kept the rest).
+    pub fn below(self, below: u32) -> Shortlist<T> {
+        Shortlist { below, ..self }
     }
 
     /// The fewest equal slots of a row kept: every row offered with at least as many is kept.
@@ -168,9 +177,9 @@ impl<T: Copy> Shortlist<T> {
             "the rows of a sketch store's sweep",
         )
         .unwrap_or_else(|e| e.fail());
-        let floor = self.floor as u8;
+        let (floor, below) = (self.floor, self.below);
         for (i, &count) in counts.iter().enumerate() {
-            if count >= floor {
+            if (floor..below).contains(&u32::from(count)) {
                 self.rows.push((count, rows(i)));
                 self.counts[usize::from(count)] += 1;
             }
@@ -341,6 +350,12 @@ mod tests {
         for (count, row) in rows {
             assert_eq!(counts[row], count);
         }
+        let mut band: Shortlist<usize> = Shortlist::new(20, None).below(30);
+        band.offer(&counts, |i| i);
+        assert_eq!(
+            band.into_sorted().len(),
+            counts.iter().filter(|&&c| (20..30).contains(&c)).count()
+        );
         let mut all: Shortlist<usize> = Shortlist::new(30, None);
         all.offer(&counts, |i| i);
         assert_eq!(all.floor(), 30);

@@ -16,7 +16,7 @@ use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::capacity;
-use crate::core::fine::{min_equal_slots, Shortlist, FINE_MISS_PROBABILITY, FINE_SLOTS};
+use crate::core::fine::{min_equal_slots, Shortlist, FINE_MISS_PROBABILITY};
 use crate::core::jaccard::ShingleSet;
 use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
 use crate::core::sketch::{
@@ -649,10 +649,8 @@ fn sweep_store(
         .bar_may_rise()
         .then(|| (ranked.k().unwrap_or(1) * STORE_KEPT_PER_ROW).max(STORE_MIN_KEPT));
     let mut list = Shortlist::new(trace.min_slots, cap);
-    // (rows agreeing in `below` slots or more were taken by an earlier sweep)
-    let mut below = FINE_SLOTS as u32 + 1;
     loop {
-        trace.rows_read += store.sweep(&probe, below, &mut list);
+        trace.rows_read += store.sweep(&probe, &mut list);
         trace.sweeps += 1;
         let floor = list.floor();
         let rows = std::mem::replace(&mut list, Shortlist::new(0, None)).into_sorted();
@@ -690,8 +688,7 @@ fn sweep_store(
         if now >= floor {
             break;
         }
-        below = floor;
-        list = Shortlist::new(now, None);
+        list = Shortlist::new(now, None).below(floor);
     }
     trace.to_bar = ranked.bar();
     trace

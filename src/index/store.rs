@@ -12,6 +12,7 @@ use std::ffi::CStr;
 use pgrx::prelude::*;
 use pgrx::{is_a, PgList, PgMemoryContexts};
 
+use crate::am::read::{fetch_visible, HeapFetch};
 use crate::core::fine::{
     equal_slots_each, fine_sketch, FineSketch, Shortlist, FINE_BYTES, FINE_SLOTS,
 };
@@ -132,14 +133,9 @@ impl SketchStore {
         self.parts.iter().map(|p| p.index).collect()
     }
 
-    /// Every entry whose sketch agrees with `probe` in at least `floor` and fewer than `below`
-    /// slots, into `list`; returns the entries read. Only after [`SketchStore::readable`].
-    pub(super) fn sweep(
-        &self,
-        probe: &FineSketch,
-        below: u32,
-        list: &mut Shortlist<StoreRow>,
-    ) -> usize {
+    /// Offers every entry to `list` with the slots its sketch agrees in with `probe`; returns
+    /// the entries read. Only after [`SketchStore::readable`].
+    pub(super) fn sweep(&self, probe: &FineSketch, list: &mut Shortlist<StoreRow>) -> usize {
         let mut counts = Vec::new();
         let mut read = 0;
         for (i, part) in self.parts.iter().enumerate() {
@@ -153,12 +149,6 @@ impl SketchStore {
                         return;
                     }
                     equal_slots_each(probe, sketches, &mut counts);
-                    if below <= FINE_SLOTS as u32 {
-                        counts
-                            .iter_mut()
-                            .filter(|c| u32::from(**c) >= below)
-                            .for_each(|c| *c = 0);
-                    }
                     read += tids.len();
                     list.offer(&counts, |j| store_row(i, &tids[j]));
                 });
@@ -184,55 +174,35 @@ impl SketchStore {
             let end = at + rows[at..].partition_point(|r| row_tid(*r).0 == part);
             let table = self.parts[part].table;
             // SAFETY: the table is locked (the lookup's locks); every TID comes from its
-            // store index, and is looked up under the active snapshot within the page it
-            // names, pinned, as an index scan does (`heapam_index_fetch_tuple`); the tuple is
-            // read while the page stays pinned.
+            // store index and is fetched under the active snapshot through the table access
+            // method, as an index scan does (`crate::am::read::fetch_visible`); the row is read
+            // from the fetch's slot, which keeps its page pinned until the next fetch.
             unsafe {
                 let heap = pg_sys::table_open(table, pg_sys::AccessShareLock as i32);
-                let tupdesc = (*heap).rd_att;
-                let reader = text.reader(table, tupdesc);
+                let reader = text.reader(table, (*heap).rd_att);
                 let id_attno = attnum(table, id_column);
                 let id_type = pg_sys::get_atttype(table, id_attno);
                 let snapshot = pg_sys::GetActiveSnapshot();
+                let mut fetch = HeapFetch::begin(heap);
                 for &r in &rows[at..end] {
                     pg_sys::check_for_interrupts!();
-                    let (_, mut tid) = row_tid(r);
-                    let block =
-                        (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo);
-                    let buffer = pg_sys::ReadBuffer(heap, block);
-                    pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
-                    let mut tuple: pg_sys::HeapTupleData = std::mem::zeroed();
-                    let found = pg_sys::heap_hot_search_buffer(
-                        &mut tid,
-                        heap,
-                        buffer,
-                        snapshot,
-                        &mut tuple,
-                        std::ptr::null_mut(),
-                        true,
-                    );
-                    pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as i32);
-                    if found {
-                        texts.switch_to(|_| {
-                            let mut null = false;
-                            let datum = pg_sys::heap_getattr(
-                                &mut tuple,
-                                id_attno as i32,
-                                tupdesc,
-                                &mut null,
-                            );
-                            if null {
-                                return;
-                            }
-                            let id = key.id(datum, id_type);
-                            if let Some(bytes) = reader.tuple_text(&mut tuple) {
-                                row(&id, utf8(bytes));
-                            }
-                        });
-                        texts.reset();
+                    if !fetch_visible(&mut fetch, row_tid(r).1, snapshot) {
+                        continue;
                     }
-                    pg_sys::ReleaseBuffer(buffer);
+                    texts.switch_to(|_| {
+                        let mut null = false;
+                        let datum = pg_sys::slot_getattr(fetch.slot, id_attno.into(), &mut null);
+                        if null {
+                            return;
+                        }
+                        let id = key.id(datum, id_type);
+                        if let Some(bytes) = reader.slot_text(fetch.slot) {
+                            row(&id, utf8(bytes));
+                        }
+                    });
+                    texts.reset();
                 }
+                fetch.end();
                 drop(reader);
                 pg_sys::table_close(heap, pg_sys::NoLock as i32);
             }
@@ -269,7 +239,7 @@ fn find_part(
 /// The store indexes of `table` (of access method `am`, on `minhash_sketch` of a column),
 /// with what they hold and, of one made while HOT chains were broken, its transaction; with
 /// `valid`, only those valid and ready for every write. None of a table of another access
-/// method than heap (a store's TIDs are fetched as heap tuples).
+/// method than heap (the one the store is made and tested for).
 fn store_indexes(
     table: pg_sys::Oid,
     am: pg_sys::Oid,
