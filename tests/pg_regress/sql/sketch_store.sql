@@ -17,8 +17,11 @@ SELECT minhash_index_create('st', 'id', 'body') IS NOT NULL AS created;
 SELECT c.relname, a.amname, pg_get_indexdef(i.indexrelid)
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
 WHERE i.indrelid = 'st'::regclass AND a.amname = 'minhash_sketch';
-SELECT length(minhash_sketch('a text of some words')) AS bytes, minhash_sketch('abc') IS NULL AS no_shingles,
+SELECT length(minhash_sketch('a text of some words')) AS bytes, minhash_sketch('') IS NULL AS no_shingles,
        minhash_sketch('a text of some words') = minhash_sketch('A  text of some WORDS') AS normalized;
+-- its settings are checked as minhash()'s (22023)
+SELECT minhash_sketch('a text', 0);
+SELECT minhash_sketch('a text', 5, 'byte');
 -- Against brute force: every row at or above `t`, or the 10 most similar (a returned row is
 -- right if at least as similar as the tenth most similar; ties count), for every 25th row.
 CREATE FUNCTION pg_temp.check(t float8, k int)
