@@ -61,7 +61,7 @@ psql -X -q -d postgres -c "ALTER SYSTEM SET shared_buffers = '4GB'" \
     -c "ALTER SYSTEM SET max_wal_size = '8GB'" -c "ALTER SYSTEM SET checkpoint_timeout = '30min'" \
     -c "ALTER SYSTEM SET synchronous_commit = off"
 as_postgres "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -w restart >/dev/null
-# Huge pages for the shared buffers, as the README's Troubleshooting section advises for large
+# Huge pages for the shared buffers, as docs/indexing.md's Troubleshooting advises for large
 # band indexes: reserved for the run (PostgreSQL's default huge_pages = try takes them) and
 # given back at the end. Without them (no root, or the kernel cannot find the memory) the run
 # goes on with 4 KiB pages; run.py prints which it got.

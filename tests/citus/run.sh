@@ -635,7 +635,7 @@ SELECT check_eq('row 7001 flagged as a duplicate of row 21', (SELECT dup_of FROM
 EOF
 check docs "after flagged inserts"
 
-# What the flag trigger sees on Citus, against one node (README, "What is guaranteed"): a
+# What the flag trigger sees on Citus, against one node (docs/citus.md, "What is guaranteed"): a
 # near-duplicate inserted while the first is not yet committed, on the other worker, is not
 # flagged on Citus; on one node it waits for the first and is flagged. A near-duplicate
 # inserted later, or by the same transaction on the same worker, is flagged.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Logical replication of a database with a managed index and a flag trigger: a publication FOR
 # ALL TABLES on the publisher (UPDATE and DELETE must keep working there: the band table has a
-# replica identity), and a subscriber made as the README says (schema from pg_dump
+# replica identity), and a subscriber made as docs/indexing.md says (schema from pg_dump
 # --schema-only, then a subscription). The subscriber's index must be exact, with the same
 # lookups and flags as the publisher's, after the initial copy and after changes. Publisher and
 # subscriber are two databases of one cluster (wal_level = logical); the slot is made by hand,
