@@ -5,7 +5,8 @@
 # (one `cargo pgrx test` run), the pg_regress suite in tests/pg_regress, the interleavings
 # replayed by PostgreSQL's isolation tester in tests/isolation, the pg_dump and pg_restore
 # paths in tests/dump, ALTER EXTENSION UPDATE from the previous releases in tests/upgrade, and
-# installs and updates by a hostile role into a schema of planted shadows in tests/hostile_install;
+# installs and updates by a hostile role into a schema of planted shadows in tests/hostile_install,
+# and every ```sql block of README.md run as pasted in tests/readme;
 # on the oldest and the newest version also the long multi-session runs: tests/concurrency
 # (writers of every kind), tests/constraint (the duplicate trigger's guarantees at each
 # isolation level), tests/ddl_race (writers racing rebuild, drop and create), logical
@@ -48,6 +49,7 @@ for major in $PG_MAJORS; do
     bash tests/dump/run.sh
     bash tests/upgrade/run.sh
     bash tests/hostile_install/run.sh
+    bash tests/readme/run.sh
     # the long multi-session runs on the oldest and the newest version
     long=0 long_runs=""
     if [ "$major" = "${majors[0]}" ] || [ "$major" = "${majors[-1]}" ]; then
@@ -80,9 +82,9 @@ for major in $PG_MAJORS; do
     unit=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
     regress=$(find tests/pg_regress/sql -name '*.sql' ! -name setup.sql | wc -l)
     isolation=$(find tests/isolation/specs -name '*.spec' | wc -l)
-    total=$((total + unit + regress + isolation + 3 + long + citus))
+    total=$((total + unit + regress + isolation + 4 + long + citus))
     summaries+=("PostgreSQL $major: $unit cargo tests, $regress pg_regress files, $isolation isolation specs,"
-                "dump, upgrade and hostile-install runs$long_runs$citus_run in $((SECONDS - start)) s;")
+                "dump, upgrade, hostile-install and README runs$long_runs$citus_run in $((SECONDS - start)) s;")
 done
 
 # the packages, built and installed for every version
