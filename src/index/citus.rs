@@ -1,4 +1,4 @@
-//! The sync triggers on the shards of a Citus table (README, "Scaling out with Citus").
+//! The sync triggers on the shards of a Citus table (docs/citus.md).
 //!
 //! `minhash_index_create` makes the band table of a distributed table a distributed table
 //! co-located with it (of a reference table, a reference table), and Citus makes each sync
@@ -100,7 +100,7 @@ pub(super) fn refuse_index_before_citus(table: &str, trigger: &str) -> ! {
         ),
         Some(
             "Drop the index with minhash_index_drop() before making the table a Citus table, and \
-             create it again afterwards (README, \"Scaling out with Citus\")."
+             create it again afterwards (docs/citus.md)."
                 .into(),
         ),
     )
@@ -181,8 +181,8 @@ pub(super) unsafe fn sync_trigger_args(
 /// or a call Citus sent to a worker with a query of one shard), with Citus's
 /// `citus.allow_nested_distributed_execution` on: Citus refuses such queries otherwise, as it
 /// cannot see this transaction's writes on other nodes. Every lookup of a Citus table runs
-/// this way (`lookup::traced`); the duplicate trigger says so in what it promises (README,
-/// "Scaling out with Citus").
+/// this way (`lookup::traced`); the duplicate trigger says so in what it promises
+/// (docs/citus.md).
 pub(super) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
     let scope = SettingScope::enter(c"citus.allow_nested_distributed_execution", c"on");
     let result = f();

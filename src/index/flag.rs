@@ -356,7 +356,7 @@ fn requested_mode(firing: &Firing<'_>, args: &[String]) -> Option<FlagMode> {
             ),
             Some(
                 "Rows of different shards are written on different nodes, which no lock \
-                 spans: use mode 'flag' there (README, \"Scaling out with Citus\")."
+                 spans: use mode 'flag' there (docs/citus.md)."
                     .into(),
             ),
         );
@@ -520,7 +520,7 @@ fn chosen_index(
 /// every row, whoever writes: it writes the row's band rows first (a claim) and then checks
 /// them against every row committed or in progress, as the table's owner (see `conflicts`).
 /// On a shard of a Citus table: a lookup of every shard, of the rows committed when it runs
-/// and those this transaction wrote on this node (README, "Scaling out with Citus"); of a
+/// and those this transaction wrote on this node (docs/citus.md); of a
 /// table distributed by a tenant, of the shard of the row's tenant `tenant` only, its rows
 /// only, after an INSERT's claim (not an `update`'s) as on one node (docs/citus.md).
 fn find_conflicts(

@@ -374,7 +374,7 @@ fn lsh_params(
     }))
 }
 
-/// The signature format version this build computes (see README, "The contract").
+/// The signature format version this build computes (docs/contract.md).
 #[pg_extern(immutable, strict, parallel_safe)]
 fn minhash_format_version() -> i32 {
     FORMAT_VERSION as i32
