@@ -3,8 +3,9 @@
 
 - no module uses another in a cycle (from the `use` lines, child-module references and paths
   through `crate::`, `super::` and `self::`);
-- in src/index/, whose mod.rs lists its modules in numbered layers (`// 1. entry points`, ...),
-  a module uses only modules of its own layer or the layers below it, never one above;
+- src/index/ is kept in rooms, one folder each, in the order of ROOMS below (top first): a
+  module of a room uses only modules of its own room or of the rooms below it, never one
+  above; every file of src/index/ but mod.rs and tests.rs is in a room, and every folder is one;
 - `index` and `sql` do not use each other.
 
 Prints the module use graph with --graph. Exits 1 on a violation."""
@@ -13,6 +14,13 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+# The rooms of src/index/, top first (src/index/mod.rs says what each owns): a room may use the
+# rooms after it in this list, never one before it.
+ROOMS = ["write", "read", "def", "run"]
+# The modules of src/index/ outside the rooms: the root (it wires the rooms together) and the
+# recall tests, which use only core.
+OUTSIDE_ROOMS = {"index", "index::tests"}
 
 
 def modules():
@@ -54,6 +62,7 @@ def edges(mods):
     graph = {m: set() for m in mods}
     for m, src in mods.items():
         code = re.sub(r"//[^\n]*", "", src)
+        code = re.sub(r"\bpub\(in [^)]*\)", "pub", code)  # a visibility, not a use
         for hit in re.finditer(
             r"\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+)(::\{([^;]*?)\})?", code
         ):
@@ -109,29 +118,34 @@ def cycles(graph):
     return found
 
 
-def index_layers(mods):
-    """The layer of each module of src/index/, from the numbered comments of mod.rs."""
-    layers, layer = {}, None
-    for line in mods["index"].splitlines():
-        heading = re.match(r"//\s*(\d+)\.", line)
-        if heading:
-            layer = int(heading.group(1))
-        declared = re.match(r"(?:pub(?:\([a-z]+\))?\s+)?mod\s+(\w+);", line)
-        if declared and layer is not None:
-            layers["index::" + declared.group(1)] = layer
-    return layers
+def index_rooms(mods):
+    """The room of each module of src/index/ (its rank in ROOMS), and the problems of the
+    layout: a module outside the rooms, a folder that is not a room."""
+    rooms, problems = {}, []
+    for m in sorted(mods):
+        parts = m.split("::")
+        if parts[0] != "index" or m in OUTSIDE_ROOMS:
+            continue
+        if parts[1] in ROOMS:
+            rooms[m] = ROOMS.index(parts[1])
+        else:
+            problems.append(f"room: {m} is in no room of src/index/ (rooms: {', '.join(ROOMS)})")
+    return rooms, problems
 
 
 def main():
     mods = modules()
     graph = edges(mods)
     problems = [f"cycle: {' -> '.join(c)}" for c in cycles(graph)]
-    layers = index_layers(mods)
+    rooms, misplaced = index_rooms(mods)
+    problems += misplaced
     for m, targets in sorted(graph.items()):
         for t in sorted(targets):
-            if m in layers and t in layers:
-                if layers[t] < layers[m]:
-                    problems.append(f"layer: {m} (layer {layers[m]}) uses {t} (layer {layers[t]}), above it")
+            if m in rooms and t in rooms and rooms[t] < rooms[m]:
+                problems.append(f"room: {m} (room {ROOMS[rooms[m]]}) uses {t} "
+                                f"(room {ROOMS[rooms[t]]}), above it")
+            if m in rooms and t in OUTSIDE_ROOMS:
+                problems.append(f"room: {m} uses {t}, which is outside the rooms")
             top_m, top_t = m.split("::")[0], t.split("::")[0]
             if {top_m, top_t} == {"index", "sql"}:
                 problems.append(f"{m} uses {t}: index and sql must not use each other")
@@ -140,8 +154,9 @@ def main():
             print(f"{m} -> {', '.join(sorted(graph[m])) or '(nothing)'}")
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"module structure: {len(mods)} modules, {len(layers)} in the layers of src/index, "
-          f"{len(problems)} problem(s)")
+    counts = ", ".join(f"{r} {sum(1 for v in rooms.values() if v == i)}" for i, r in enumerate(ROOMS))
+    print(f"module structure: {len(mods)} modules, {len(rooms)} in the rooms of src/index "
+          f"({counts}), {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -1,63 +1,34 @@
 //! The managed band-key index: the catalog, band tables and query functions are hand-written
 //! SQL in `sql/index/` (one file per concern); this module adds the Rust pieces they call,
-//! among them the one trigger function that keeps every band table exact (`sync`).
+//! among them the one trigger function that keeps every band table exact (`write::sync`).
 //!
-//! The modules form layers: each uses only modules of its own layer or the layers below it (and
-//! `pg`, `core`), never one above, and no module uses another in a cycle (`scripts/layers.py`
-//! checks both in CI, reading the numbered comments of the module list below):
+//! The code is kept in four rooms, each a folder; a room uses only the rooms below it (and
+//! `pg`, `core`, `am`), never one above, and no module uses another in a cycle
+//! (`scripts/layers.py` checks both in CI, with the order of the rooms written there):
 //!
-//! 1. Entry points, the SQL and trigger functions: `sync` (the sync and claim triggers), `flag`
-//!    (the duplicate check), `similar` (lookups, `minhash_explain`), `search` (whole-table
-//!    searches), `row_text` (a row's text for the PL/pgSQL), `internal` (band rows and
-//!    thresholds for the PL/pgSQL), `progress`.
-//! 2. Access paths: `firing` (a trigger firing resolved once), `lookup` (the lookup of one
-//!    text), `write` (band-table writes and claims), `access` (an index with its placement and
-//!    lookup SQL, cached per backend), `scan` (direct index reads of band rows and texts),
-//!    `store` (the table's sketch store, swept by lookups that must consider every row),
-//!    `claim` (the backend's claimed band rows).
-//! 3. The catalog: `catalog` (an index's row, checked against PostgreSQL's catalogs).
-//! 4. Runtime helpers: `citus` (shards and Citus tables), `restore` (our triggers, the load
-//!    trigger), `text` (where a row's text comes from), `owner` (running as the owner,
-//!    restricted), `trigger` (trigger arguments, the claim trigger's name), `prepared` (kept
-//!    statements), `spi`, `extension`, `pause` (the test hook that stops a sync between two
-//!    writes).
-//! 5. Plain model types: `key` (ids as the band table stores them), `band` (a text's band
-//!    rows), `params` (an index's checked settings).
+//! - `write`: what changes band tables: the sync trigger (`sync`), the duplicate trigger
+//!   (`flag`) with its claims (`claim`), a trigger firing resolved once (`firing`), band-table
+//!   writes (`band_table`), the sync pause test hook (`pause`), and the Rust that the PL/pgSQL
+//!   of index creation and maintenance calls (`plpgsql`). It may use `read`, `def` and `run`.
+//! - `read`: what reads an index: `minhash_similar`, `minhash_matches` and `minhash_explain`
+//!   (`similar`), the lookup of one text (`lookup`), an index as lookups reach it (`access_plan`),
+//!   direct B-tree reads (`btree`), the sketch store (`sketch_store`), whole-table searches
+//!   (`whole_table`), a row's text for SQL (`row_text`). It may use `def` and `run`.
+//! - `def`: what an index is: its catalog row (`catalog`), settings (`settings`), row ids
+//!   (`row_id`), band rows and formats (`band`), where a row's text comes from (`text_source`),
+//!   the extension a function belongs to (`extension`), Citus placement (`citus`), which
+//!   triggers are ours and the restore load trigger (`restore`), trigger arguments (`trigger`).
+//!   It may use `run`.
+//! - `run`: how the index runs SQL: as the table's owner (`owner`), prepared statements
+//!   (`prepared`), reading SPI results (`spi`), progress NOTICEs (`progress`). It uses no room.
 
 use pgrx::prelude::*;
 
-// 1. entry points
-mod flag;
-mod internal;
-mod progress;
-mod row_text;
-mod search;
-mod similar;
-mod sync;
-// 2. access paths
-mod access;
-mod claim;
-mod firing;
-mod lookup;
-mod scan;
-mod store;
+// the rooms (their order is in scripts/layers.py: write, read, def, run)
+mod def;
+mod read;
+mod run;
 mod write;
-// 3. the catalog
-mod catalog;
-// 4. runtime helpers
-mod citus;
-mod extension;
-mod owner;
-mod pause;
-mod prepared;
-mod restore;
-mod spi;
-mod text;
-mod trigger;
-// 5. plain model types
-mod band;
-mod key;
-mod params;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -88,8 +59,8 @@ END $squatted$;
 /// Defines the settings of the managed index (from `_PG_init`).
 /// What `_PG_init` sets up: the settings, and the end of a query's claims.
 pub(crate) fn init() {
-    pause::define_setting();
-    claim::hook_query_ends();
+    write::pause::define_setting();
+    write::claim::hook_query_ends();
 }
 
 /// The schema of the extension's internal functions (see sql/index/catalog.sql).
@@ -102,7 +73,7 @@ mod minhash_internal {}
 pgrx::extension_sql_file!(
     "../../sql/index/catalog.sql",
     name = "index_catalog",
-    requires = [row_text::_minhash_row_text_sql]
+    requires = [read::row_text::_minhash_row_text_sql]
 );
 pgrx::extension_sql_file!(
     "../../sql/index/build.sql",

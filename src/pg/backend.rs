@@ -51,7 +51,7 @@ pub(crate) fn with_new_statement_snapshot<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// Runs `f` with `snapshot` as the active snapshot (the one read-only SPI statements and the
-/// direct reads of `index::scan` use), popped when `f` returns. An error pops it with the
+/// direct reads of `index::read::btree` use), popped when `f` returns. An error pops it with the
 /// (sub)transaction it aborts, as it pops every snapshot pushed inside.
 ///
 /// # Safety

@@ -3,7 +3,7 @@
 use pgrx::prelude::*;
 
 /// The trigger's arguments as given to CREATE TRIGGER.
-pub(super) fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
+pub(in crate::index) fn trigger_args(trigger: &pg_sys::Trigger) -> Vec<String> {
     (0..trigger.tgnargs as usize)
         .map(|i| {
             // SAFETY: tgargs holds tgnargs C strings.
@@ -21,7 +21,7 @@ pub(super) const CLAIM_TRIGGER: &str = "~minhash_sync_claim";
 
 /// How a trigger is named [`CLAIM_TRIGGER`].
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum ClaimName {
+pub(in crate::index) enum ClaimName {
     /// Exactly.
     Table,
     /// As Citus names its copy on a shard: `<name>_<shard id>`.
@@ -29,7 +29,7 @@ pub(super) enum ClaimName {
 }
 
 /// Whether trigger name `name` is that of the claim trigger, and how.
-pub(super) fn claim_trigger_name(name: &[u8]) -> Option<ClaimName> {
+pub(in crate::index) fn claim_trigger_name(name: &[u8]) -> Option<ClaimName> {
     let rest = name.strip_prefix(CLAIM_TRIGGER.as_bytes())?;
     match rest.strip_prefix(b"_") {
         None if rest.is_empty() => Some(ClaimName::Table),

@@ -8,13 +8,13 @@ use pgrx::spi::SpiClient;
 
 use crate::pg::names::relation_name;
 
-use super::access::{Index, Indexes};
-use super::catalog::indexed_table;
-use super::citus::{sync_trigger_args, Shard};
-use super::extension::Extension;
-use super::owner::relation_owner;
-use super::restore::{is_function, SYNC_FUNCTION};
-use super::trigger::trigger_args;
+use crate::index::def::catalog::indexed_table;
+use crate::index::def::citus::{sync_trigger_args, Shard};
+use crate::index::def::extension::Extension;
+use crate::index::def::restore::{is_function, SYNC_FUNCTION};
+use crate::index::def::trigger::trigger_args;
+use crate::index::read::access_plan::{Index, Indexes};
+use crate::index::run::owner::relation_owner;
 
 /// What fired, and for which index.
 pub(super) struct Firing<'a> {

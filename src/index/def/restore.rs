@@ -26,7 +26,7 @@ use crate::pg::error::raise;
 use crate::pg::names::qualified_name;
 
 use super::extension::Extension;
-use super::owner::as_owner;
+use crate::index::run::owner::as_owner;
 
 /// The band table's trigger and its function.
 const LOAD_TRIGGER: &str = "minhash_bands_load";
@@ -34,7 +34,7 @@ const LOAD_FUNCTION: &str = "_minhash_band_load";
 
 /// The sync trigger whose presence marks a table as indexed in its schema.
 pub(super) const SYNC_INSERT_TRIGGER: &str = "minhash_sync_insert";
-pub(super) const SYNC_FUNCTION: &str = "_minhash_sync";
+pub(in crate::index) const SYNC_FUNCTION: &str = "_minhash_sync";
 
 /// `tgtype` of a `BEFORE INSERT FOR EACH ROW` trigger (`pg_trigger.h`).
 const BEFORE_INSERT_ROW: i16 =
@@ -102,7 +102,7 @@ fn _minhash_band_load<'a>(
 
 /// Runs `f`, in which the sync trigger writes band rows into `band` through SQL: its load
 /// trigger keeps them.
-pub(super) fn sync_writes<T>(band: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+pub(in crate::index) fn sync_writes<T>(band: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
     struct Reset(Option<pg_sys::Oid>);
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -146,7 +146,7 @@ fn keeps_loaded_rows(band: pg_sys::Oid, ext: Extension) -> bool {
 ///
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
-pub(super) unsafe fn only_load_trigger(
+pub(in crate::index) unsafe fn only_load_trigger(
     trigdesc: *const pg_sys::TriggerDesc,
     ext: Extension,
 ) -> bool {
@@ -176,7 +176,7 @@ fn is_citus_truncate(t: &pg_sys::Trigger) -> bool {
 ///
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
-pub(super) unsafe fn has_sync_trigger(
+pub(in crate::index) unsafe fn has_sync_trigger(
     trigdesc: *const pg_sys::TriggerDesc,
     ext: Extension,
 ) -> bool {
@@ -195,7 +195,9 @@ pub(super) unsafe fn has_sync_trigger(
 
 /// # Safety
 /// `trigdesc` is NULL or the trigger descriptor of an open relation.
-pub(super) unsafe fn triggers<'a>(trigdesc: *const pg_sys::TriggerDesc) -> &'a [pg_sys::Trigger] {
+pub(in crate::index) unsafe fn triggers<'a>(
+    trigdesc: *const pg_sys::TriggerDesc,
+) -> &'a [pg_sys::Trigger] {
     if trigdesc.is_null() {
         return &[];
     }
@@ -218,7 +220,7 @@ pub(super) fn is_ours(
 }
 
 /// Whether trigger `t` calls `function` of `ext`.
-pub(super) fn is_function(t: &pg_sys::Trigger, function: &str, ext: Extension) -> bool {
+pub(in crate::index) fn is_function(t: &pg_sys::Trigger, function: &str, ext: Extension) -> bool {
     // SAFETY: a syscache read that returns NULL or a palloc'd name for a function that is gone.
     let function_name = unsafe { pg_sys::get_func_name(t.tgfoid) };
     !function_name.is_null()

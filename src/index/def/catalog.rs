@@ -17,16 +17,16 @@ use crate::pg::tuple::{attnum, column};
 use super::band::BandFormat;
 use super::citus;
 use super::extension::Extension;
-use super::key::KeyType;
-use super::owner::relation_owner;
-use super::params::index_params;
-use super::prepared::with_prepared;
-use super::spi::spi_failed;
-use super::text::{TextSource, COLUMNS_HINT};
+use super::row_id::KeyType;
+use super::settings::index_params;
+use super::text_source::{TextSource, COLUMNS_HINT};
+use crate::index::run::owner::relation_owner;
+use crate::index::run::prepared::with_prepared;
+use crate::index::run::spi::spi_failed;
 
 /// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
 /// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
-/// every table on TRUNCATE), so that every backend drops its cached copy (see `access`).
+/// every table on TRUNCATE), so that every backend drops its cached copy (see `access_plan`).
 // (created in schema minhash_internal by sql/index/catalog.sql)
 #[pg_trigger(sql = false)]
 fn _minhash_catalog_changed<'a>(
@@ -79,28 +79,28 @@ fn _minhash_catalog_changed<'a>(
 
 /// An index as its `minhash_indexes` row describes it, every value checked against
 /// PostgreSQL's catalogs: what a lookup, a check or a sync needs to know of it. How they reach
-/// its rows is `access::Index`, built from it.
-pub(super) struct IndexDef {
-    pub(super) tbl: pg_sys::Oid,
-    pub(super) id_column: String,
+/// its rows is `access_plan::Index`, built from it.
+pub(in crate::index) struct IndexDef {
+    pub(in crate::index) tbl: pg_sys::Oid,
+    pub(in crate::index) id_column: String,
     /// Where rows' texts come from: the text column or the text expression.
-    pub(super) text: TextSource,
-    pub(super) band_table: pg_sys::Oid,
+    pub(in crate::index) text: TextSource,
+    pub(in crate::index) band_table: pg_sys::Oid,
     /// How the band table stores ids (`bigint` for integer keys).
-    pub(super) key: KeyType,
+    pub(in crate::index) key: KeyType,
     /// The type of the table's id column.
-    pub(super) id_type: pg_sys::Oid,
-    pub(super) k: usize,
-    pub(super) shingling: Shingling,
-    pub(super) banding: Banding,
+    pub(in crate::index) id_type: pg_sys::Oid,
+    pub(in crate::index) k: usize,
+    pub(in crate::index) shingling: Shingling,
+    pub(in crate::index) banding: Banding,
     /// How the band table stores a row's band rows.
-    pub(super) format: BandFormat,
-    pub(super) threshold: f64,
+    pub(in crate::index) format: BandFormat,
+    pub(in crate::index) threshold: f64,
     /// The table and, if it is partitioned, every table of its partition tree (their relcache
     /// invalidations drop the cached index: a partition attached, detached or indexed).
-    pub(super) members: Vec<pg_sys::Oid>,
+    pub(in crate::index) members: Vec<pg_sys::Oid>,
     /// Of a Citus table distributed by another column than the id: that column (docs/citus.md).
-    pub(super) tenant: Option<Tenant>,
+    pub(in crate::index) tenant: Option<Tenant>,
     /// The transaction that wrote the catalog row (InvalidTransactionId for a row a trigger's
     /// arguments carry): see [`IndexDef::snapshot_predates`].
     xmin: pg_sys::TransactionId,
@@ -110,10 +110,10 @@ pub(super) struct IndexDef {
 /// unique within a tenant, and the band table's `tenant` column holds each band row's, which
 /// places it on the shard of its row.
 #[derive(Clone, Debug)]
-pub(super) struct Tenant {
-    pub(super) column: String,
+pub(in crate::index) struct Tenant {
+    pub(in crate::index) column: String,
     /// Its type, which the band table's `tenant` column has too.
-    pub(super) key: KeyType,
+    pub(in crate::index) key: KeyType,
 }
 
 impl Tenant {
@@ -144,7 +144,11 @@ impl Tenant {
     /// The attribute number of the tenant column in relation `rel` (a shard of the table) with
     /// descriptor `tupdesc`: 42703 if it is gone, 42804 unless it is of the type the band table
     /// stores (a shard is input too: its owner may alter it on a worker).
-    pub(super) fn attribute(&self, tupdesc: pg_sys::TupleDesc, rel: pg_sys::Oid) -> usize {
+    pub(in crate::index) fn attribute(
+        &self,
+        tupdesc: pg_sys::TupleDesc,
+        rel: pg_sys::Oid,
+    ) -> usize {
         let (attno, typid, _) = column(tupdesc, rel, &self.column, COLUMNS_HINT);
         if typid != self.key.oid {
             raise(
@@ -165,7 +169,7 @@ impl IndexDef {
     /// The indexes of `tbl` that the arguments of a sync trigger on a shard of it carry (see
     /// `citus`), in their order (the coordinator's band-table OIDs): each a catalog row as
     /// JSON; those of other tables are left out.
-    pub(super) fn of_trigger_args(
+    pub(in crate::index) fn of_trigger_args(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
@@ -213,7 +217,7 @@ impl IndexDef {
     /// and SERIALIZABLE they are read under the transaction's snapshot, and a row that no
     /// longer describes its band table (dropped, or converted to another format) because the
     /// index changed after that snapshot fails with 40001 ([`concurrent_index_change`]).
-    pub(super) fn read(
+    pub(in crate::index) fn read(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
@@ -378,7 +382,7 @@ impl IndexDef {
     /// COMMITTED, a lookup then reads the band table and the table under a new snapshot, which
     /// sees what the change wrote, as a statement starting after it would; under REPEATABLE
     /// READ and SERIALIZABLE this raises 40001 ([`concurrent_index_change`]).
-    pub(super) fn snapshot_predates(&self) -> bool {
+    pub(in crate::index) fn snapshot_predates(&self) -> bool {
         // SAFETY: reads of the transaction's state and a snapshot lookup of a transaction id
         // that a row carries.
         let newer = unsafe {
@@ -396,7 +400,7 @@ impl IndexDef {
     /// `(attribute number, type)` of the id column in relation `rel` (the indexed table or a
     /// partition of it) with descriptor `tupdesc`: 42703 if it is gone, 42804 if its type is
     /// not one the index's ids are read as.
-    pub(super) fn id_attribute(
+    pub(in crate::index) fn id_attribute(
         &self,
         tupdesc: pg_sys::TupleDesc,
         rel: pg_sys::Oid,
@@ -418,7 +422,7 @@ impl IndexDef {
 
     /// Raises 42501 unless the current user may read the id and text columns of the table
     /// (table-level SELECT, or SELECT on both columns), as a query of them would.
-    pub(super) fn check_readable(&self) {
+    pub(in crate::index) fn check_readable(&self) {
         let mut columns = vec![self.id_column.as_str()];
         columns.extend(self.text.columns());
         if !self.may_select(&columns) {
@@ -434,13 +438,13 @@ impl IndexDef {
     /// Whether the current user may be told which row an error is about: SELECT on the id
     /// column and no row-level security hiding rows, as PostgreSQL decides whether a unique
     /// violation's DETAIL may show the key.
-    pub(super) fn may_see_ids(&self) -> bool {
+    pub(in crate::index) fn may_see_ids(&self) -> bool {
         !self.hides_rows() && self.may_select(&[&self.id_column])
     }
 
     /// Whether row-level security applies to the current user on the table: a query of it
     /// returns only the rows its policies show (with `row_security` off, would fail).
-    pub(super) fn hides_rows(&self) -> bool {
+    pub(in crate::index) fn hides_rows(&self) -> bool {
         // SAFETY: a row-level security check by OID.
         let rls = unsafe { pg_sys::check_enable_rls(self.tbl, pg_sys::InvalidOid, true) };
         rls == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
@@ -466,7 +470,7 @@ impl IndexDef {
 
 /// Raises 55000: the band table of the index of `tbl` is not what `minhash_index_create` made,
 /// with the hint `hint` (why, and what to do).
-pub(super) fn altered_band_table(tbl: pg_sys::Oid, hint: String) -> ! {
+pub(in crate::index) fn altered_band_table(tbl: pg_sys::Oid, hint: String) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!(
@@ -555,7 +559,7 @@ fn partition_tree(client: &SpiClient<'_>, tbl: pg_sys::Oid) -> Vec<pg_sys::Oid> 
 ///
 /// # Safety
 /// `rel` is open.
-pub(super) unsafe fn indexed_table(rel: pg_sys::Relation) -> (pg_sys::Oid, pg_sys::Oid) {
+pub(in crate::index) unsafe fn indexed_table(rel: pg_sys::Relation) -> (pg_sys::Oid, pg_sys::Oid) {
     // SAFETY: per the contract.
     let (oid, owner, partition) = unsafe {
         let class = &*(*rel).rd_rel;
@@ -582,7 +586,7 @@ pub(super) unsafe fn indexed_table(rel: pg_sys::Relation) -> (pg_sys::Oid, pg_sy
 /// while the transaction waited for the lock): what that snapshot shows of the catalog and
 /// the band table is not what the band table holds, as for a row changed after the snapshot.
 /// Returns under READ COMMITTED, where each statement's snapshot follows its locks.
-pub(super) fn refuse_newer_index(tbl: pg_sys::Oid) {
+pub(in crate::index) fn refuse_newer_index(tbl: pg_sys::Oid) {
     // SAFETY: reads the transaction's isolation level.
     if unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32 {
         concurrent_index_change(tbl);
@@ -608,7 +612,7 @@ pub(super) fn concurrent_index_change(tbl: pg_sys::Oid) -> ! {
 
 /// Raises 42809 unless relation `rel` is a table or a partitioned table, the relations a
 /// minhash index can be on, saying what it is instead.
-pub(super) fn check_indexable(rel: pg_sys::Oid) {
+pub(in crate::index) fn check_indexable(rel: pg_sys::Oid) {
     // SAFETY: a syscache read; '\0' for a relation that does not exist.
     let kind = unsafe { pg_sys::get_rel_relkind(rel) } as u8;
     let what = match kind {

@@ -9,13 +9,13 @@ use crate::core::params::{check_threshold, Banding, Shingling};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{regclass_name, Regclass};
 
-use super::band::band_entry;
-use super::citus;
-use super::extension::Extension;
-use super::owner;
-use super::params::{checked_threshold, index_params, notice_low_threshold};
-use super::spi::spi_failed;
-use super::store::sync_stores;
+use crate::index::def::band::band_entry;
+use crate::index::def::citus;
+use crate::index::def::extension::Extension;
+use crate::index::def::settings::{checked_threshold, index_params, notice_low_threshold};
+use crate::index::read::sketch_store::sync_stores;
+use crate::index::run::owner;
+use crate::index::run::spi::spi_failed;
 
 /// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
 /// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
@@ -139,7 +139,7 @@ fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
 }
 
 /// Internal to `minhash_index_create`, `minhash_index_rebuild` and `minhash_index_drop`: makes
-/// the sketch stores of `tbl` those its minhash indexes need (`store::sync_stores`): one per
+/// the sketch stores of `tbl` those its minhash indexes need (`sketch_store::sync_stores`): one per
 /// text column, ngram and unit of an index of a text column, on a table of this node (a
 /// lookup of a Citus table verifies on the workers, and reads no store).
 #[pg_extern(volatile, schema = "minhash_internal")]

@@ -6,7 +6,7 @@ use pgrx::PgSqlErrorCode;
 use crate::pg::error::raise;
 
 /// Calls `f` with `table` positioned on each of its rows in turn.
-pub(super) fn for_each_spi_row(
+pub(in crate::index) fn for_each_spi_row(
     mut table: pgrx::spi::SpiTupleTable<'_>,
     mut f: impl FnMut(&pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
 ) -> pgrx::spi::Result<()> {
@@ -24,7 +24,7 @@ pub(super) fn for_each_spi_row(
 
 /// Calls `f(id, text)` for each row of an SPI result of `(id, text)` rows, skipping rows where
 /// either is NULL. Both are borrowed from the SPI memory context, not copied.
-pub(super) fn for_each_text_row(
+pub(in crate::index) fn for_each_text_row(
     table: pgrx::spi::SpiTupleTable<'_>,
     mut f: impl FnMut(pg_sys::Datum, &str),
 ) -> pgrx::spi::Result<()> {
@@ -41,7 +41,7 @@ pub(super) fn for_each_text_row(
 }
 
 /// Raises XX000 for a failed SPI read of the indexed table or the catalog.
-pub(super) fn spi_failed(e: pgrx::spi::Error) -> ! {
+pub(in crate::index) fn spi_failed(e: pgrx::spi::Error) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
         format!("reading the indexed table through SPI failed: {e}"),

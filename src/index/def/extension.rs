@@ -17,7 +17,7 @@ use crate::pg::names::quote_ident;
 
 /// An installed pg_minhash: its `pg_extension` OID and the schema of its catalog.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) struct Extension {
+pub(in crate::index) struct Extension {
     pub(super) oid: pg_sys::Oid,
     pub(super) schema: pg_sys::Oid,
 }
@@ -48,7 +48,7 @@ fn extension_oid(fn_oid: pg_sys::Oid) -> Option<pg_sys::Oid> {
 impl Extension {
     /// The extension whose member function `fn_oid` (a function running now) is; 39P01 if it
     /// is none's.
-    pub(super) fn of_function(fn_oid: pg_sys::Oid) -> Extension {
+    pub(in crate::index) fn of_function(fn_oid: pg_sys::Oid) -> Extension {
         if let Some(ext) = OF_FUNCTION.with_borrow(|m| m.get(&fn_oid).copied()) {
             return ext;
         }
@@ -91,7 +91,7 @@ impl Extension {
     }
 
     /// The catalog's schema name, quoted for SQL.
-    pub(super) fn quoted_schema(self) -> String {
+    pub(in crate::index) fn quoted_schema(self) -> String {
         // SAFETY: the schema of an installed extension exists; get_namespace_name returns a
         // palloc'd C string.
         quote_ident(unsafe { CStr::from_ptr(pg_sys::get_namespace_name(self.schema)) })

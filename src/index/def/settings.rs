@@ -9,7 +9,7 @@ use crate::core::params::{
 use crate::pg::error::OrRaise;
 
 /// The checked signature length, shingling and banding of an index's catalog settings.
-pub(super) fn index_params(
+pub(in crate::index) fn index_params(
     k: i32,
     ngram: i32,
     unit: &str,
@@ -26,14 +26,14 @@ pub(super) fn index_params(
 }
 
 /// A threshold argument, NULL meaning `fallback` (the index's own).
-pub(super) fn checked_threshold(threshold: Option<f64>, fallback: f64) -> f64 {
+pub(in crate::index) fn checked_threshold(threshold: Option<f64>, fallback: f64) -> f64 {
     threshold.map_or(fallback, |t| check_threshold(t).or_raise())
 }
 
 /// Reports in a NOTICE that a query's `threshold` is below its index's own, and how often a
 /// pair of exactly that similarity shares a band key with these bands (`lsh_probability`): the
 /// index was sized for its own threshold, and below it recall falls.
-pub(super) fn notice_low_threshold(threshold: f64, cfg_threshold: f64, banding: Banding) {
+pub(in crate::index) fn notice_low_threshold(threshold: f64, cfg_threshold: f64, banding: Banding) {
     if threshold >= cfg_threshold {
         return;
     }

@@ -15,14 +15,14 @@ use crate::pg::names::{
     equality_operator, qualified_name, quote_ident_str, quote_literal, regclass_name,
 };
 
-use super::band::BandFormat;
-use super::catalog::{check_indexable, refuse_newer_index, IndexDef};
-use super::citus;
-use super::extension::Extension;
-use super::prepared::with_prepared;
-use super::restore::has_sync_trigger;
-use super::scan::{BandIndex, RowIndex};
-use super::store::SketchStore;
+use super::btree::{BandIndex, RowIndex};
+use super::sketch_store::SketchStore;
+use crate::index::def::band::BandFormat;
+use crate::index::def::catalog::{check_indexable, refuse_newer_index, IndexDef};
+use crate::index::def::citus;
+use crate::index::def::extension::Extension;
+use crate::index::def::restore::has_sync_trigger;
+use crate::index::run::prepared::with_prepared;
 
 thread_local! {
     /// Indexes read in this backend, by table: its indexes, in the order of their band
@@ -63,7 +63,7 @@ unsafe extern "C-unwind" fn relcache_invalidated(_: pg_sys::Datum, relid: pg_sys
 }
 
 /// The indexes of one table.
-pub(super) type Indexes = Rc<[Rc<Index>]>;
+pub(in crate::index) type Indexes = Rc<[Rc<Index>]>;
 
 /// The cached catalog rows of `tbl`, after dropping the invalidated entries.
 fn cached(tbl: pg_sys::Oid) -> Option<Indexes> {
@@ -95,9 +95,9 @@ fn cached(tbl: pg_sys::Oid) -> Option<Indexes> {
 
 /// Where an index's rows and band rows are, resolved once when the index is read: it answers
 /// how a lookup or a duplicate check reaches them.
-pub(super) enum Placement {
+pub(in crate::index) enum Placement {
     /// A table of this node: the band table's `(key, id)` index and the table's unique index
-    /// on the id are read directly where usable (see `scan`).
+    /// on the id are read directly where usable (see `btree`).
     Table {
         band_index: Option<BandIndex>,
         row_index: Option<RowIndex>,
@@ -158,7 +158,7 @@ impl Placement {
     }
 
     /// The band table's index, if a lookup may read it directly.
-    pub(super) fn band_index(&self) -> Option<&BandIndex> {
+    pub(in crate::index) fn band_index(&self) -> Option<&BandIndex> {
         match self {
             Placement::Table { band_index, .. } | Placement::Partitioned { band_index, .. } => {
                 band_index.as_ref()
@@ -179,7 +179,7 @@ impl Placement {
 
     /// The indexes a duplicate check reads rows through: the table's index on the id, or one
     /// led by the id on each leaf partition; None if it lacks them.
-    pub(super) fn check_row_indexes(&self) -> Option<&[RowIndex]> {
+    pub(in crate::index) fn check_row_indexes(&self) -> Option<&[RowIndex]> {
         match self {
             Placement::Table {
                 row_index: Some(row_index),
@@ -204,12 +204,12 @@ impl Placement {
 }
 
 /// An index as a lookup, a check or a sync reaches it.
-pub(super) struct Index {
-    pub(super) def: IndexDef,
-    pub(super) placement: Placement,
+pub(in crate::index) struct Index {
+    pub(in crate::index) def: IndexDef,
+    pub(in crate::index) placement: Placement,
     /// The lookup's two SQL queries (see [`Index::lookup_sql`]; of a Citus table, the second
     /// is [`Index::verify_sql`]).
-    pub(super) sql: [String; 2],
+    pub(in crate::index) sql: [String; 2],
     /// The query of a lookup that reads every row's sketch (see [`Index::scan_sql`]).
     pub(super) scan_sql: String,
     /// The queries through which a lookup that row-level security hides rows from learns
@@ -231,7 +231,11 @@ impl Index {
     /// The index named `name` (see [`Index::find`]); 42704 if there is none (40001 if
     /// the table has one that this transaction's snapshot predates, see
     /// [`refuse_newer_index`]).
-    pub(super) fn get(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, name: pg_sys::Oid) -> Rc<Index> {
+    pub(in crate::index) fn get(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        name: pg_sys::Oid,
+    ) -> Rc<Index> {
         Self::find(client, fn_oid, name)
             .or_else(|| Self::default_of(&Self::of_citus_worker(client, fn_oid, name)))
             .unwrap_or_else(|| {
@@ -296,7 +300,7 @@ impl Index {
     /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
     /// changed since they were read (see [`IndexDef::read`]), each band table locked. (A
     /// lookup asks `IndexDef::snapshot_predates` before it reads the band table.)
-    pub(super) fn of_table(
+    pub(in crate::index) fn of_table(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
@@ -336,7 +340,7 @@ impl Index {
 
     /// The indexes of `tbl` that the arguments of a sync trigger on a shard of it carry (see
     /// `citus`): each a catalog row as JSON; those of other tables are left out.
-    pub(super) fn of_trigger(
+    pub(in crate::index) fn of_trigger(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
@@ -375,7 +379,7 @@ impl Index {
     /// first, the one whose band table has the lowest OID (on the coordinator, for a Citus
     /// table, in whose order the shards' triggers carry the indexes), as `_minhash_index` in
     /// sql/index/build.sql picks it: another index never changes it.
-    pub(super) fn default_of(indexes: &Indexes) -> Option<Rc<Index>> {
+    pub(in crate::index) fn default_of(indexes: &Indexes) -> Option<Rc<Index>> {
         indexes.first().cloned()
     }
 
@@ -458,7 +462,7 @@ impl Index {
     /// The two queries of a lookup, each with one int8[] parameter: `(id, sketch1, sketch2)`
     /// of the band rows with one of the keys `$1` (band i's key `$1[i]`), read from the band
     /// table's `(key, id) INCLUDE (sketch1, sketch2)` index alone (an index-only scan; of format
-    /// 2, through each band's B-tree), for when those cannot be read directly (see `scan`); then `(id, text)` of the rows with the ids `$1`, through
+    /// 2, through each band's B-tree), for when those cannot be read directly (see `btree`); then `(id, text)` of the rows with the ids `$1`, through
     /// the table's unique index on the id.
     fn lookup_sql(def: &IndexDef) -> [String; 2] {
         let (tbl, band_table, key) = (def.tbl, def.band_table, def.key);

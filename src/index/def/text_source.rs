@@ -27,20 +27,20 @@ use crate::pg::error::raise;
 use crate::pg::names::{quote_ident_str, regclass_name, Regclass};
 use crate::pg::tuple::{column, varlena_bytes};
 
-use super::owner::{as_owner, relation_owner};
+use crate::index::run::owner::{as_owner, relation_owner};
 
 /// The hint of an error about a column an index reads.
-pub(super) const COLUMNS_HINT: &str =
+pub(in crate::index) const COLUMNS_HINT: &str =
     "A column of the minhash index was dropped or renamed; drop the index with minhash_index_drop().";
 
 /// Where an index reads the text of a row.
-pub(super) enum TextSource {
+pub(in crate::index) enum TextSource {
     Column(String),
     Expression(Expression),
 }
 
 /// A text expression as the catalog keeps it, analyzed against the table.
-pub(super) struct Expression {
+pub(in crate::index) struct Expression {
     /// The catalog's text of the expression.
     pub(super) text: String,
     /// The indexed table it was analyzed against.
@@ -51,7 +51,7 @@ pub(super) struct Expression {
     /// The columns it reads, in the order of their attribute numbers.
     pub(super) columns: Vec<String>,
     /// Their attribute numbers.
-    pub(super) attnos: Vec<i16>,
+    pub(in crate::index) attnos: Vec<i16>,
 }
 
 impl TextSource {
@@ -72,7 +72,7 @@ impl TextSource {
     /// The text of the row `alias` of the table of the index with band table `band` in SQL
     /// that runs with the caller's rights: the column, or the expression computed by
     /// `_minhash_row_text` (`row_text`) (as the table's owner).
-    pub(super) fn caller_sql(&self, band: pg_sys::Oid, alias: &str) -> String {
+    pub(in crate::index) fn caller_sql(&self, band: pg_sys::Oid, alias: &str) -> String {
         match self {
             TextSource::Column(name) => format!("{alias}.{}", quote_ident_str(name)),
             TextSource::Expression(e) => format!(
@@ -89,7 +89,7 @@ impl TextSource {
     }
 
     /// The columns the text is read from.
-    pub(super) fn columns(&self) -> Vec<&str> {
+    pub(in crate::index) fn columns(&self) -> Vec<&str> {
         match self {
             TextSource::Column(name) => vec![name.as_str()],
             TextSource::Expression(e) => e.columns.iter().map(String::as_str).collect(),
@@ -99,7 +99,7 @@ impl TextSource {
     /// Runs `f`, which reads texts of rows of the table owned by `owner`: an expression, the
     /// owner's code, only ever runs as the owner inside a security-restricted operation (see
     /// `owner`), whoever reads the table.
-    pub(super) fn evaluating<T>(&self, owner: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+    pub(in crate::index) fn evaluating<T>(&self, owner: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
         match self {
             TextSource::Column(_) => f(),
             TextSource::Expression(_) => as_owner(owner, f),
@@ -114,7 +114,11 @@ impl TextSource {
     /// # Safety
     /// `tupdesc` is the current descriptor of `tbl` and outlives the reader; `tbl` and the
     /// indexed table are locked.
-    pub(super) unsafe fn reader(&self, tbl: pg_sys::Oid, tupdesc: pg_sys::TupleDesc) -> TextReader {
+    pub(in crate::index) unsafe fn reader(
+        &self,
+        tbl: pg_sys::Oid,
+        tupdesc: pg_sys::TupleDesc,
+    ) -> TextReader {
         match self {
             TextSource::Column(name) => {
                 let (attno, typid, _) = column(tupdesc, tbl, name, COLUMNS_HINT);
@@ -173,7 +177,7 @@ impl TextSource {
 }
 
 /// Reads the text of rows of one relation: a column's value or an expression's result.
-pub(super) struct TextReader {
+pub(in crate::index) struct TextReader {
     /// The text column's attribute number; 0 for an expression.
     attno: c_int,
     state: *mut pg_sys::ExprState,
@@ -190,7 +194,7 @@ impl TextReader {
     /// # Safety
     /// `slot` holds a row of the reader's relation; the bytes live as long as the row and the
     /// current memory context.
-    pub(super) unsafe fn slot_text<'a>(
+    pub(in crate::index) unsafe fn slot_text<'a>(
         &self,
         slot: *mut pg_sys::TupleTableSlot,
     ) -> Option<&'a [u8]> {
@@ -215,7 +219,7 @@ impl TextReader {
     ///
     /// # Safety
     /// `tuple` is a row of the reader's relation, described by its descriptor.
-    pub(super) unsafe fn tuple_text<'a>(
+    pub(in crate::index) unsafe fn tuple_text<'a>(
         &self,
         tuple: *mut pg_sys::HeapTupleData,
     ) -> Option<&'a [u8]> {
@@ -433,7 +437,7 @@ unsafe fn referenced_columns(
 
 /// The bytes of a row's text as a string: text in a UTF-8 database (`minhash_index_create`
 /// refuses others) is valid UTF-8; 22021 if it is not.
-pub(super) fn utf8(text: &[u8]) -> &str {
+pub(in crate::index) fn utf8(text: &[u8]) -> &str {
     std::str::from_utf8(text).unwrap_or_else(|_| {
         raise(
             PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,

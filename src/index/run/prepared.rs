@@ -20,7 +20,7 @@ const MAX_PREPARED: usize = 64;
 
 /// Whether a statement only reads (prepared read-only, as SPI runs a `SELECT`) or writes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Access {
+pub(in crate::index) enum Access {
     Read,
     Write,
 }
@@ -58,7 +58,7 @@ fn with_statement<T>(
 
 /// Runs `sql` with parameters `args` (of types `types`) through `client`, prepared on first
 /// use, and hands the result to `read`.
-pub(super) fn run<T>(
+pub(in crate::index) fn run<T>(
     client: &SpiClient<'_>,
     sql: &str,
     access: Access,
@@ -75,7 +75,7 @@ pub(super) fn run<T>(
 /// `types`), prepared on first use, as `owner` (`as_owner`: the executor checks the rights
 /// to what it reads as it opens), and hands it to `read`, which fetches its rows as it goes;
 /// the cursor is closed when `read` returns.
-pub(super) fn with_cursor<T>(
+pub(in crate::index) fn with_cursor<T>(
     client: &SpiClient<'_>,
     sql: &str,
     types: &[PgOid],
@@ -92,7 +92,7 @@ pub(super) fn with_cursor<T>(
 
 /// Runs the statement `sql` with its one parameter (of type `param_type`) and hands the result
 /// to `read`. The statement is prepared on first use and kept for the backend.
-pub(super) fn with_prepared<T>(
+pub(in crate::index) fn with_prepared<T>(
     client: &SpiClient<'_>,
     sql: &str,
     param_type: PgOid,
@@ -103,7 +103,7 @@ pub(super) fn with_prepared<T>(
 }
 
 /// [`with_prepared`] for a statement of several parameters.
-pub(super) fn with_prepared_args<T>(
+pub(in crate::index) fn with_prepared_args<T>(
     client: &SpiClient<'_>,
     sql: &str,
     param_types: &[PgOid],

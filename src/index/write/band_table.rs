@@ -17,16 +17,16 @@ use crate::pg::names::{
     equality_operator, qualified_name, qualified_type_name, quote_ident_str, regclass_name,
 };
 
-use super::access::Index;
-use super::band::{band_row, BandFormat};
-use super::catalog::{altered_band_table, refuse_newer_index};
-use super::citus::Shard;
 use super::claim;
-use super::extension::Extension;
-use super::key::{Id, KeyType};
 use super::pause;
-use super::prepared::{self, Access};
-use super::restore::{self, only_load_trigger};
+use crate::index::def::band::{band_row, BandFormat};
+use crate::index::def::catalog::{altered_band_table, refuse_newer_index};
+use crate::index::def::citus::Shard;
+use crate::index::def::extension::Extension;
+use crate::index::def::restore::{self, only_load_trigger};
+use crate::index::def::row_id::{Id, KeyType};
+use crate::index::read::access_plan::Index;
+use crate::index::run::prepared::{self, Access};
 
 /// Band rows gathered before one `INSERT` writes them.
 pub(super) const INSERT_BATCH: usize = 10_000;

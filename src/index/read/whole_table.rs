@@ -12,9 +12,9 @@ use crate::pg::error::{raise, OrRaise};
 use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
 use crate::pg::names::{equality_operator, type_name};
 
-use super::owner;
-use super::params::index_params;
-use super::spi::{for_each_text_row, spi_failed};
+use crate::index::def::settings::index_params;
+use crate::index::run::owner;
+use crate::index::run::spi::{for_each_text_row, spi_failed};
 
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;

@@ -1,6 +1,6 @@
 //! "What is similar to this text?": `minhash_similar`. It runs once per query, so everything
 //! here is in Rust and reuses per-backend state: the catalog row is cached, the candidates and
-//! their texts are read straight through the indexes (`scan`), or, where that would not see
+//! their texts are read straight through the indexes (`btree`), or, where that would not see
 //! what SQL sees, through statements prepared once per backend; no PL/pgSQL or SQL function
 //! runs in between.
 
@@ -23,14 +23,14 @@ use crate::pg::names::{
     quote_literal, regclass_name, Regclass,
 };
 
-use super::access::Index;
-use super::citus::nested_execution;
-use super::key::Id;
+use super::access_plan::Index;
+use super::btree::RowIndex;
 use super::lookup::{self, Trace, Want};
-use super::params::{checked_threshold, notice_low_threshold};
-use super::prepared::with_prepared;
-use super::scan::RowIndex;
-use super::spi::for_each_spi_row;
+use crate::index::def::citus::nested_execution;
+use crate::index::def::row_id::Id;
+use crate::index::def::settings::{checked_threshold, notice_low_threshold};
+use crate::index::run::prepared::with_prepared;
+use crate::index::run::spi::for_each_spi_row;
 
 /// The checked arguments of a lookup function: the table and its index, the threshold (NULL:
 /// the index's, or with `k` any similarity), the most similar rows to return per text (`k`:
@@ -477,7 +477,7 @@ fn _minhash_lookup_sql(
     TableIterator::new([("bands".to_owned(), bands), ("rows".to_owned(), rows)])
 }
 
-/// The indexes a lookup of `tbl` by the current user would read directly now (see `scan`), by
+/// The indexes a lookup of `tbl` by the current user would read directly now (see `btree`), by
 /// name: the band index for candidates and the table's unique index for their texts; NULL for a
 /// step that would run its SQL query instead. Shown so tests can tell.
 #[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]

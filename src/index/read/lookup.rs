@@ -3,7 +3,7 @@
 //! filtered by their band sketches, and where the band keys do not suffice for the similarity
 //! asked (`core::nearest`), from a sweep of the table's sketch store (`store`) or, without
 //! one, a scan of every row's band sketch; their texts are read
-//! straight through the indexes (`scan`) where the placement allows, or through statements
+//! straight through the indexes (`btree`) where the placement allows, or through statements
 //! prepared once per backend, and verified with exact Jaccard here, or on the workers of a
 //! Citus table.
 
@@ -26,15 +26,15 @@ use crate::pg::backend::interrupts;
 use crate::pg::error::raise;
 use crate::pg::names::regclass_name;
 
-use super::access::Index;
-use super::band::band_entry;
-use super::citus::nested_execution;
-use super::key::Id;
-use super::owner::{as_owner, relation_owner};
-use super::prepared::{with_cursor, with_prepared, with_prepared_args};
-use super::scan::{BandIndex, RowIndex};
-use super::spi::{for_each_spi_row, for_each_text_row, spi_failed};
-use super::store::{text_sketch, SketchStore, StoreRow};
+use super::access_plan::Index;
+use super::btree::{BandIndex, RowIndex};
+use super::sketch_store::{text_sketch, SketchStore, StoreRow};
+use crate::index::def::band::band_entry;
+use crate::index::def::citus::nested_execution;
+use crate::index::def::row_id::Id;
+use crate::index::run::owner::{as_owner, relation_owner};
+use crate::index::run::prepared::{with_cursor, with_prepared, with_prepared_args};
+use crate::index::run::spi::{for_each_spi_row, for_each_text_row, spi_failed};
 
 /// What one lookup did, step by step (`minhash_explain` shows it).
 #[derive(Default)]
@@ -79,7 +79,7 @@ pub(super) struct ScanTrace {
     /// The band rows read, and the rows among them verified (not verified before).
     pub(super) rows_read: usize,
     pub(super) verified: usize,
-    /// Whether the band table was read directly (`scan::BandHeap`), rather than by SQL.
+    /// Whether the band table was read directly (`btree::BandHeap`), rather than by SQL.
     pub(super) direct: bool,
     /// Of a sweep of the sketch store (rather than the band table): its indexes, the fine
     /// sketch slots a row had to agree in at the start, and the sweeps made (a second where
@@ -132,7 +132,7 @@ impl Want {
 /// sends each query to the one shard that holds them, on this node when the duplicate trigger
 /// of one of them runs it (no connection to another node; the rows this transaction wrote
 /// there are seen).
-pub(super) fn similar(
+pub(in crate::index) fn similar(
     cfg: &Index,
     client: &SpiClient<'_>,
     doc: &str,
@@ -610,8 +610,8 @@ const STORE_MIN_KEPT: usize = 1024;
 /// row below it is found with).
 pub(super) const K_GUARANTEED_FROM: f64 = 0.2;
 
-/// Sweeps the sketch store `store` (`store::SketchStore`): every row whose fine sketch agrees
-/// with `doc`'s in enough slots to be at the bar of `ranked` except with probability
+/// Sweeps the sketch store `store` (`sketch_store::SketchStore`): every row whose fine sketch
+/// agrees with `doc`'s in enough slots to be at the bar of `ranked` except with probability
 /// [`FINE_MISS_PROBABILITY`] (`core::fine`), most agreeing first, each verified unless in
 /// `verified` (found by the band keys, or the text's own row) or outside `among`; once the
 /// rows left agree in fewer slots than the bar now needs, it stops. Returns what it did.
@@ -698,7 +698,7 @@ fn sweep_store(
 /// first, and verifies each row not in `verified` that may still reach the bar of `ranked`
 /// (`core::nearest::max_differing_bits`): once a row differs in more bits, every later one
 /// does too, and the scan stops. The band table is read directly where its B-trees may be
-/// (`scan::BandHeap`), else through a cursor of its SQL query as the owner. With `shown`
+/// (`btree::BandHeap`), else through a cursor of its SQL query as the owner. With `shown`
 /// (where row-level security hides rows from the caller), only the rows it holds are taken,
 /// and the band table is read to its end whatever the bar: a hidden row costs its read alone,
 /// whatever its sketch. Returns what it did, and the index the texts were read through (as

@@ -40,23 +40,23 @@ use crate::core::sketch::BandSketch;
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 
-use super::access::Index;
-use super::band::band_entry;
-use super::catalog::refuse_newer_index;
-use super::citus::{self, Shard};
-use super::claim;
-use super::extension::Extension;
-use super::firing::Firing;
-use super::key::{tuple_id, Id, KeyType};
-use super::owner::as_owner;
-use super::prepared::with_prepared;
-use super::restore;
-use super::spi::for_each_text_row;
-use super::text::{utf8, TextReader};
-use super::trigger::{claim_trigger_name, ClaimName};
-use super::write::{
+use super::band_table::{
     claim_band_rows, BandTable, Change, Changes, Claims, DELETE_BATCH, INSERT_BATCH,
 };
+use super::claim;
+use super::firing::Firing;
+use crate::index::def::band::band_entry;
+use crate::index::def::catalog::refuse_newer_index;
+use crate::index::def::citus::{self, Shard};
+use crate::index::def::extension::Extension;
+use crate::index::def::restore;
+use crate::index::def::row_id::{tuple_id, Id, KeyType};
+use crate::index::def::text_source::{utf8, TextReader};
+use crate::index::def::trigger::{claim_trigger_name, ClaimName};
+use crate::index::read::access_plan::Index;
+use crate::index::run::owner::as_owner;
+use crate::index::run::prepared::with_prepared;
+use crate::index::run::spi::for_each_text_row;
 
 /// What fired the trigger.
 #[derive(Clone, Copy, PartialEq, Eq)]

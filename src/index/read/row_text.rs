@@ -1,6 +1,6 @@
 //! A row's text for SQL that runs with the caller's rights: `_minhash_row_text` evaluates an
 //! index's text expression over the columns the caller passes, as the table's owner, and
-//! `_minhash_row_text_sql` writes the SQL that calls it (see `text`).
+//! `_minhash_row_text_sql` writes the SQL that calls it (see `text_source`).
 
 use std::ffi::c_int;
 use std::mem::ManuallyDrop;
@@ -11,9 +11,9 @@ use pgrx::{AnyElement, PgMemoryContexts, PgSqlErrorCode};
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, Regclass};
 
-use super::access::Index;
-use super::owner::{as_owner, relation_owner};
-use super::text::{utf8, TextReader, TextSource};
+use super::access_plan::Index;
+use crate::index::def::text_source::{utf8, TextReader, TextSource};
+use crate::index::run::owner::{as_owner, relation_owner};
 
 /// What [`_minhash_row_text`] keeps per call site (in `fn_extra`), made on its first call.
 struct RowText {

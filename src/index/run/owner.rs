@@ -58,7 +58,7 @@ impl Drop for SettingScope {
 }
 
 /// Runs `f` with the search path `pg_catalog, pg_temp`.
-pub(super) fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
+pub(in crate::index) fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
     let scope = SettingScope::enter(c"search_path", SAFE_SEARCH_PATH);
     let result = f();
     drop(scope);

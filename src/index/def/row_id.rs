@@ -13,7 +13,7 @@ use crate::pg::tuple::varlena_bytes;
 
 /// One row's id.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) enum Id {
+pub(in crate::index) enum Id {
     /// An integer key, or a key of another pass-by-value type (the datum's bits).
     Int(i64),
     /// The bytes of a key of a pass-by-reference type (a varlena's without its header).
@@ -22,18 +22,18 @@ pub(super) enum Id {
 
 /// How ids are stored: the type of the band table's `id` column.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct KeyType {
-    pub(super) oid: pg_sys::Oid,
+pub(in crate::index) struct KeyType {
+    pub(in crate::index) oid: pg_sys::Oid,
     len: i16,
     by_value: bool,
     align: c_char,
     /// The band table stores `bigint` (the id column is an integer of any width).
-    pub(super) integer: bool,
+    pub(in crate::index) integer: bool,
 }
 
 impl KeyType {
     /// The band table's id type `oid` (`bigint` for integer keys).
-    pub(super) fn of(oid: pg_sys::Oid) -> KeyType {
+    pub(in crate::index) fn of(oid: pg_sys::Oid) -> KeyType {
         let (mut len, mut by_value, mut align) = (0i16, false, 0 as c_char);
         // SAFETY: a syscache lookup of an existing type (a column's).
         unsafe { pg_sys::get_typlenbyvalalign(oid, &mut len, &mut by_value, &mut align) };
@@ -72,7 +72,7 @@ impl KeyType {
     /// # Safety
     /// `datum` is a non-NULL datum of this type (or an integer of type `column_type`); a
     /// varlena is detoasted into the current memory context.
-    pub(super) unsafe fn id(&self, datum: pg_sys::Datum, column_type: pg_sys::Oid) -> Id {
+    pub(in crate::index) unsafe fn id(&self, datum: pg_sys::Datum, column_type: pg_sys::Oid) -> Id {
         if self.integer {
             return Id::Int(match column_type {
                 pg_sys::INT2OID => i64::from(datum.value() as i16),
@@ -95,7 +95,7 @@ impl KeyType {
     }
 
     /// `id` as a datum of this type, allocated in the current memory context.
-    pub(super) fn datum(&self, id: &Id) -> pg_sys::Datum {
+    pub(in crate::index) fn datum(&self, id: &Id) -> pg_sys::Datum {
         match id {
             Id::Int(v) => pg_sys::Datum::from(*v as usize),
             // SAFETY: palloc'd memory of the size written; a varlena gets its 4-byte header.
@@ -133,7 +133,7 @@ impl KeyType {
     }
 
     /// The array of `ids` as an SPI argument, and its type.
-    pub(super) fn array_arg(
+    pub(in crate::index) fn array_arg(
         &self,
         ids: &[Id],
     ) -> (pgrx::datum::DatumWithOid<'static>, pgrx::PgOid) {
@@ -145,7 +145,7 @@ impl KeyType {
 
     /// The id in column `column` (1-based) of the current row of an SPI result, read as this
     /// type (`bigint` for integer keys); None for NULL.
-    pub(super) fn spi_id(
+    pub(in crate::index) fn spi_id(
         &self,
         row: &pgrx::spi::SpiTupleTable<'_>,
         column: usize,
@@ -156,7 +156,7 @@ impl KeyType {
     }
 
     /// `id` as text, through the type's output function (integers as digits).
-    pub(super) fn text(&self, id: &Id) -> String {
+    pub(in crate::index) fn text(&self, id: &Id) -> String {
         if let (true, Id::Int(v)) = (self.integer, id) {
             return v.to_string();
         }
@@ -172,7 +172,7 @@ impl KeyType {
 
     /// The value of this type that `text` spells, through the type's input function (with
     /// its checks and errors, as a cast of the text would).
-    pub(super) fn parse(&self, text: &str) -> Id {
+    pub(in crate::index) fn parse(&self, text: &str) -> Id {
         let text = std::ffi::CString::new(text).unwrap_or_else(|_| {
             crate::pg::error::raise(
                 pgrx::PgSqlErrorCode::ERRCODE_UNTRANSLATABLE_CHARACTER,
@@ -193,7 +193,12 @@ impl KeyType {
     /// `id` as a value of type `typid` (typmod `typmod`): the datum itself for this type, the
     /// integer for `bigint`, otherwise through the text form and that type's input function
     /// (with its checks, as an assignment of the text would).
-    pub(super) fn convert(&self, id: &Id, typid: pg_sys::Oid, typmod: i32) -> pg_sys::Datum {
+    pub(in crate::index) fn convert(
+        &self,
+        id: &Id,
+        typid: pg_sys::Oid,
+        typmod: i32,
+    ) -> pg_sys::Datum {
         if typid == self.oid && !self.integer || typid == pg_sys::INT8OID && self.integer {
             return self.datum(id);
         }
@@ -217,7 +222,7 @@ fn is_integer(typid: pg_sys::Oid) -> bool {
 /// # Safety
 /// `attno` is an attribute of type `typid` of `tupdesc`, which describes `tuple`; `key` is the
 /// index's.
-pub(super) unsafe fn tuple_id(
+pub(in crate::index) unsafe fn tuple_id(
     tuple: *mut pg_sys::HeapTupleData,
     tupdesc: pg_sys::TupleDesc,
     attno: usize,

@@ -22,10 +22,10 @@ use crate::pg::backend::{interrupts, SIGNER};
 use crate::pg::names::{qualified_name, quote_ident, quote_literal};
 use crate::pg::tuple::{attnum, varlena_bytes};
 
-use super::key::{Id, KeyType};
-use super::scan::caller_reads_whole;
-use super::spi::spi_failed;
-use super::text::{utf8, TextSource};
+use super::btree::caller_reads_whole;
+use crate::index::def::row_id::{Id, KeyType};
+use crate::index::def::text_source::{utf8, TextSource};
+use crate::index::run::spi::spi_failed;
 
 /// The fine sketch of `doc` (None for a text without shingles, which no store holds).
 pub(super) fn text_sketch(doc: &str, shingling: Shingling) -> Option<FineSketch> {
@@ -80,7 +80,7 @@ struct Part {
 }
 
 /// The sketch store of an index's table: one store index per leaf table.
-pub(super) struct SketchStore {
+pub(in crate::index) struct SketchStore {
     parts: Vec<Part>,
 }
 
@@ -110,7 +110,7 @@ impl SketchStore {
     }
 
     /// Whether a lookup by the current user may read the store now: as for the direct reads
-    /// of `scan` (not SERIALIZABLE, a snapshot active, table-level SELECT on every table and
+    /// of `btree` (not SERIALIZABLE, a snapshot active, table-level SELECT on every table and
     /// no row-level security), and every store index usable by the active snapshot.
     pub(super) fn readable(&self) -> bool {
         // SAFETY: reads of the transaction's state and privilege checks by OID.
@@ -298,7 +298,11 @@ fn store_am() -> Option<pg_sys::Oid> {
 /// unit)`: creates each missing one (`CREATE INDEX ... USING minhash_sketch
 /// (<schema>.minhash_sketch(column, ngram, unit))`) and drops each of this form that none
 /// needs. Runs as the caller, who owns the table (the index functions checked).
-pub(super) fn sync_stores(tbl: pg_sys::Oid, schema: &str, wanted: &[(String, Shingling)]) {
+pub(in crate::index) fn sync_stores(
+    tbl: pg_sys::Oid,
+    schema: &str,
+    wanted: &[(String, Shingling)],
+) {
     let Some(am) = store_am() else {
         return;
     };

@@ -21,23 +21,23 @@ use pgrx::prelude::*;
 use crate::pg::error::raise;
 
 use super::extension::Extension;
-use super::owner::SettingScope;
 use super::restore::{is_ours, triggers, SYNC_FUNCTION, SYNC_INSERT_TRIGGER};
-use super::spi::spi_failed;
 use super::trigger::trigger_args;
+use crate::index::run::owner::SettingScope;
+use crate::index::run::spi::spi_failed;
 
 /// A shard of a Citus table, on this node.
 #[derive(Clone, Copy)]
-pub(super) struct Shard {
+pub(in crate::index) struct Shard {
     /// The Citus table it is a shard of (on this node, its shell table).
-    pub(super) table: pg_sys::Oid,
-    pub(super) id: i64,
+    pub(in crate::index) table: pg_sys::Oid,
+    pub(in crate::index) id: i64,
 }
 
 impl Shard {
     /// The shard that relation `rel` (named `relname`) is, if Citus is installed and its
     /// metadata says so. Costs nothing for a relation whose name does not end in `_<digits>`.
-    pub(super) fn of(rel: pg_sys::Oid, relname: &str) -> Option<Shard> {
+    pub(in crate::index) fn of(rel: pg_sys::Oid, relname: &str) -> Option<Shard> {
         let (_, suffix) = relname.rsplit_once('_')?;
         if suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -57,7 +57,7 @@ impl Shard {
     /// The shard on this node of the Citus table `band` (a band table of this shard's table)
     /// that holds the rows of this shard's range: of the same co-location group and range, or
     /// the one shard of a reference table. None if there is none here.
-    pub(super) fn beside(self, band: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    pub(in crate::index) fn beside(self, band: pg_sys::Oid) -> Option<pg_sys::Oid> {
         let sql = "SELECT pg_catalog.to_regclass(pg_catalog.shard_name(b.logicalrelid, b.shardid, false))::pg_catalog.oid
                    FROM pg_catalog.pg_dist_shard s
                    JOIN pg_catalog.pg_dist_partition ps ON ps.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid
@@ -91,7 +91,7 @@ fn first_oid(sql: &str, args: &[pgrx::datum::DatumWithOid]) -> Option<pg_sys::Oi
 /// (`create_distributed_table`, `create_reference_table`) after its index, and Citus copied
 /// the triggers it had then. The statement that fires it fails, so no write goes unindexed;
 /// the table is indexed again as a Citus table.
-pub(super) fn refuse_index_before_citus(table: &str, trigger: &str) -> ! {
+pub(in crate::index) fn refuse_index_before_citus(table: &str, trigger: &str) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         format!(
@@ -138,7 +138,7 @@ pub(super) fn distribution_column(tbl: pg_sys::Oid) -> Option<String> {
 
 /// Whether relation `rel` is a Citus table (distributed, reference or local), whose rows are
 /// in its shards rather than in it.
-pub(super) fn is_citus_table(rel: pg_sys::Oid) -> bool {
+pub(in crate::index) fn is_citus_table(rel: pg_sys::Oid) -> bool {
     if !metadata_present() {
         return false;
     }
@@ -159,7 +159,7 @@ pub(super) fn is_citus_table(rel: pg_sys::Oid) -> bool {
 ///
 /// # Safety
 /// `rel` is open.
-pub(super) unsafe fn sync_trigger_args(
+pub(in crate::index) unsafe fn sync_trigger_args(
     rel: pg_sys::Relation,
     shard: Option<Shard>,
     ext: Extension,
@@ -183,7 +183,7 @@ pub(super) unsafe fn sync_trigger_args(
 /// cannot see this transaction's writes on other nodes. Every lookup of a Citus table runs
 /// this way (`lookup::traced`); the duplicate trigger says so in what it promises
 /// (docs/citus.md).
-pub(super) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
+pub(in crate::index) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
     let scope = SettingScope::enter(c"citus.allow_nested_distributed_execution", c"on");
     let result = f();
     drop(scope);

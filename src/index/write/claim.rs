@@ -35,8 +35,8 @@ use pgrx::prelude::*;
 use crate::core::capacity;
 use crate::pg::compat;
 
-use super::band::BandRow;
-use super::key::{Id, KeyType};
+use crate::index::def::band::BandRow;
+use crate::index::def::row_id::{Id, KeyType};
 
 /// One row's claimed band rows.
 struct Claim {
@@ -481,7 +481,7 @@ unsafe extern "C-unwind" fn on_subxact(
 static mut PREVIOUS_FINISH: pg_sys::ExecutorFinish_hook_type = None;
 
 /// Puts [`finish_query`] in PostgreSQL's `ExecutorFinish` hook (from `_PG_init`).
-pub(super) fn hook_query_ends() {
+pub(in crate::index) fn hook_query_ends() {
     // SAFETY: `_PG_init` runs once per backend, before any query of ours; the hook chain is
     // kept.
     unsafe {

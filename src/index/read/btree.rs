@@ -25,13 +25,13 @@ use crate::core::capacity;
 use crate::pg::compat;
 use crate::pg::tuple::attnum;
 
-use super::band::BandFormat;
-use super::key::{Id, KeyType};
-use super::text::{utf8, TextReader, TextSource};
+use crate::index::def::band::BandFormat;
+use crate::index::def::row_id::{Id, KeyType};
+use crate::index::def::text_source::{utf8, TextReader, TextSource};
 
 /// A B-tree of `table` that a lookup reads directly.
 #[derive(Clone, Copy)]
-pub(super) struct DirectIndex {
+pub(in crate::index) struct DirectIndex {
     table: pg_sys::Oid,
     index: pg_sys::Oid,
 }
@@ -334,7 +334,7 @@ impl IndexOnly {
 /// whose first key column is `key` and whose columns include `id`, `sketch1` and `sketch2`; of
 /// format 2, one whose first key column is `key<i>` for each band i.
 #[derive(Clone)]
-pub(super) enum BandIndex {
+pub(in crate::index) enum BandIndex {
     PerBand {
         direct: DirectIndex,
         /// Positions of `id`, `sketch1` and `sketch2` among the index's columns.
@@ -454,7 +454,7 @@ impl BandIndex {
     /// check sees an index (`check_exclusion_or_unique_constraint`): with a dirty snapshot.
     /// Entries whose id `wanted` refuses are skipped (of format 1 before their heap tuple is
     /// read).
-    pub(super) fn scan_dirty(
+    pub(in crate::index) fn scan_dirty(
         &self,
         keys: &[i64],
         wanted: impl Fn(&Id) -> bool,
@@ -949,19 +949,19 @@ unsafe fn in_progress_write(snapshot: pg_sys::Snapshot) -> Option<(pg_sys::Trans
 /// How a row a dirty fetch returned stands: who is still writing it, and whether the
 /// transaction's snapshot sees it.
 #[derive(Clone, Copy)]
-pub(super) struct RowState {
+pub(in crate::index) struct RowState {
     /// The transaction in progress that inserted or is deleting the row, if any.
-    pub(super) writer: Option<pg_sys::TransactionId>,
+    pub(in crate::index) writer: Option<pg_sys::TransactionId>,
     /// Whether `writer` is inserting the row (rather than deleting or updating it).
-    pub(super) inserting: bool,
+    pub(in crate::index) inserting: bool,
     /// Whether the row is this transaction's own or committed before its snapshot was taken.
-    pub(super) in_snapshot: bool,
+    pub(in crate::index) in_snapshot: bool,
 }
 
 /// An indexed table's unique B-tree on its id column alone, or a partition's B-tree led by the
 /// id column: where a lookup fetches the texts of the candidates it kept.
 #[derive(Clone, Copy)]
-pub(super) struct RowIndex {
+pub(in crate::index) struct RowIndex {
     direct: DirectIndex,
     /// The id column's type.
     id_type: pg_sys::Oid,
@@ -1023,7 +1023,7 @@ impl RowIndex {
     /// Calls `row(id, text, state)` for each row with one of the ids `ids` and a text that a
     /// dirty snapshot sees (see [`BandIndex::scan_dirty`]): a row another transaction is
     /// inserting, updating or deleting may come with more than one version.
-    pub(super) fn fetch_dirty(
+    pub(in crate::index) fn fetch_dirty(
         &self,
         text: &TextSource,
         ids: &[Id],

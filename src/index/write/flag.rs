@@ -21,19 +21,19 @@ use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 
-use super::access::Index;
-use super::band::{band_entry, BandFormat};
-use super::catalog::refuse_newer_index;
-use super::extension::Extension;
+use super::band_table::{claim_band_rows, claim_shard_band_rows, withdraw_claim};
 use super::firing::Firing;
-use super::key::{tuple_id, Id, KeyType};
-use super::lookup;
-use super::owner::as_owner;
-use super::params::checked_threshold;
-use super::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
-use super::text::{utf8, COLUMNS_HINT};
-use super::trigger::{claim_trigger_name, trigger_args};
-use super::write::{claim_band_rows, claim_shard_band_rows, withdraw_claim};
+use crate::index::def::band::{band_entry, BandFormat};
+use crate::index::def::catalog::refuse_newer_index;
+use crate::index::def::extension::Extension;
+use crate::index::def::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
+use crate::index::def::row_id::{tuple_id, Id, KeyType};
+use crate::index::def::settings::checked_threshold;
+use crate::index::def::text_source::{utf8, COLUMNS_HINT};
+use crate::index::def::trigger::{claim_trigger_name, trigger_args};
+use crate::index::read::access_plan::Index;
+use crate::index::read::lookup;
+use crate::index::run::owner::as_owner;
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
 /// whether the transaction's snapshot sees it.

@@ -7,13 +7,13 @@ use crate::core::signature::EMPTY_SLOT;
 use crate::core::sketch::{band_sketch, BandSketch};
 use crate::pg::backend::{interrupts, SIGNER};
 
-use super::key::Id;
+use super::row_id::Id;
 
 /// The band keys and band sketch (`core::sketch`) of one text under an index's settings, as
 /// the band table stores them; None for a text without shingles, which is not indexed: its
 /// signature is all 0xFFFFFFFF, which a text with shingles has only with probability 2^-32k.
 /// Both what the sync triggers store and what a lookup searches for come from here.
-pub(super) fn band_entry(
+pub(in crate::index) fn band_entry(
     doc: &str,
     k: usize,
     shingling: Shingling,
@@ -31,16 +31,16 @@ pub(super) fn band_entry(
 }
 
 /// One band row: `(id, key, [sketch1, sketch2])`.
-pub(super) type BandRow = (Id, i64, [i64; 2]);
+pub(in crate::index) type BandRow = (Id, i64, [i64; 2]);
 
 /// The band row of key `key` of the row with id `id` and band sketch `sketch`.
-pub(super) fn band_row(id: &Id, key: i64, sketch: BandSketch) -> BandRow {
+pub(in crate::index) fn band_row(id: &Id, key: i64, sketch: BandSketch) -> BandRow {
     (id.clone(), key, sketch.map(|w| w as i64))
 }
 
 /// How a band table stores the band rows of a row (docs/contract.md): the catalog's `format`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum BandFormat {
+pub(in crate::index) enum BandFormat {
     /// Format 1: a row per row and band, `(id, key, sketch1, sketch2)`, and one B-tree
     /// `(key, id) INCLUDE (sketch1, sketch2)`.
     PerBand,
@@ -61,7 +61,7 @@ impl BandFormat {
 
     /// The band table's columns, in order, of an index of `bands` bands (as
     /// `_minhash_band_value_columns` in sql/index/build.sql lists them after `id`).
-    pub(super) fn columns(self, bands: usize) -> Vec<String> {
+    pub(in crate::index) fn columns(self, bands: usize) -> Vec<String> {
         match self {
             BandFormat::PerBand => ["id", "key", "sketch1", "sketch2"]
                 .map(String::from)
@@ -76,7 +76,7 @@ impl BandFormat {
 
     /// The column holding band `band`'s key (0-based), and of format 2 the key column whose
     /// B-tree finds a row by its first band.
-    pub(super) fn key_column(self, band: usize) -> String {
+    pub(in crate::index) fn key_column(self, band: usize) -> String {
         match self {
             BandFormat::PerBand => "key".into(),
             BandFormat::PerRow => format!("key{}", band + 1),
