@@ -1,5 +1,5 @@
 -- A key under a nondeterministic collation is refused: ids are compared byte for byte
--- (src/index/key.rs). Nondeterministic collations need ICU; a server built without it says so
+-- (src/index/def/row_id.rs). Nondeterministic collations need ICU; a server built without it says so
 -- (icu_keys_1.out).
 SET client_min_messages = warning;
 CREATE COLLATION nd_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);

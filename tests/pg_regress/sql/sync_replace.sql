@@ -296,7 +296,7 @@ SELECT try($$INSERT INTO rq1 VALUES (9000, rq_text(6001, 'partition') || '!')$$)
 SELECT try($$INSERT INTO rq2 VALUES (9000, rq_text(6002, 'root') || '!')$$);
 SELECT try($$INSERT INTO rp2 VALUES (9000, rq_text(13, 'second update') || '!')$$);
 
--- the test hook that stops a sync (pg_minhash.test_sync_pause, src/index/pause.rs) is off
+-- the test hook that stops a sync (pg_minhash.test_sync_pause, src/index/write/pause.rs) is off
 -- and only a superuser may set it
 SHOW pg_minhash.test_sync_pause;
 CREATE ROLE regress_minhash_replace;
