@@ -34,6 +34,103 @@ pub(super) unsafe fn read(
     }
 }
 
+/// Pins the pages of one store in block order, each while the one before it is read: the
+/// buffer lookup and the first cache misses of a page then overlap the reading of the last.
+///
+/// The buffers a backend's last scan of a store found its pages in are kept (4 bytes a page,
+/// for the last few stores read): a later scan pins a page still there without a lookup in the
+/// shared buffer table (`ReadRecentBuffer`, which checks the buffer's tag), the most of a
+/// sweep's cost after the comparisons themselves.
+pub(super) struct AheadReader {
+    index: pg_sys::Relation,
+    recent: Vec<pg_sys::Buffer>,
+}
+
+thread_local! {
+    /// The pages' buffers of the last stores scanned, by index OID (most recent last).
+    static RECENT: std::cell::RefCell<Vec<(pg_sys::Oid, Vec<pg_sys::Buffer>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Stores whose recent buffers a backend keeps.
+const RECENT_STORES: usize = 8;
+
+impl AheadReader {
+    /// `index` is an open store that stays open until [`AheadReader::finish`].
+    pub(super) fn new(index: pg_sys::Relation) -> AheadReader {
+        // SAFETY: `index` is an open relation.
+        let oid = unsafe { (*index).rd_id };
+        let recent = RECENT.with_borrow_mut(|all| {
+            all.iter()
+                .position(|(o, _)| *o == oid)
+                .map(|at| all.remove(at).1)
+                .unwrap_or_default()
+        });
+        AheadReader { index, recent }
+    }
+
+    /// Pins `block` without locking it and asks the CPU for its page's memory; [`lock`] it
+    /// before reading it. `block` is below the store's size.
+    pub(super) fn pin(&mut self, block: pg_sys::BlockNumber) -> pg_sys::Buffer {
+        let at = block as usize;
+        let known = self
+            .recent
+            .get(at)
+            .copied()
+            .filter(|&b| b != pg_sys::InvalidBuffer as i32);
+        // SAFETY: `known` was given to this backend by the buffer manager for this store
+        // (ReadRecentBuffer checks that it still holds the block); otherwise the block is
+        // read as every page of the store is. A pinned buffer's page stays in memory, and a
+        // prefetch reads nothing and cannot fault.
+        unsafe {
+            let buf = match known {
+                Some(b) if crate::pg::compat::read_recent_buffer(self.index, block, b) => b,
+                _ => {
+                    let b = pg_sys::ReadBufferExtended(
+                        self.index,
+                        pg_sys::ForkNumber::MAIN_FORKNUM,
+                        block,
+                        pg_sys::ReadBufferMode::RBM_NORMAL,
+                        std::ptr::null_mut(),
+                    );
+                    if self.recent.len() <= at {
+                        self.recent.resize(at + 1, pg_sys::InvalidBuffer as i32);
+                    }
+                    self.recent[at] = b;
+                    b
+                }
+            };
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+                let page = page_of(buf).cast::<i8>();
+                for line in (0..pg_sys::BLCKSZ as usize).step_by(64) {
+                    _mm_prefetch::<_MM_HINT_T1>(page.wrapping_add(line));
+                }
+            }
+            buf
+        }
+    }
+
+    /// Keeps the buffers for the backend's next scan of this store.
+    pub(super) fn finish(self) {
+        // SAFETY: as in `new`.
+        let oid = unsafe { (*self.index).rd_id };
+        RECENT.with_borrow_mut(|all| {
+            if all.len() >= RECENT_STORES {
+                all.remove(0);
+            }
+            all.push((oid, self.recent));
+        });
+    }
+}
+
+/// Locks the pinned `buf` in `mode`.
+pub(super) fn lock(buf: pg_sys::Buffer, mode: u32) {
+    // SAFETY: the buffer is pinned by this backend.
+    unsafe { pg_sys::LockBuffer(buf, mode as i32) }
+}
+
 /// Adds a block to `fork` of `index` and returns it locked exclusively, as bloom's
 /// `BloomNewBuffer` does: under the relation extension lock, so that two backends never add the
 /// same block.

@@ -81,17 +81,16 @@ pub(crate) fn scan_entries(
         return;
     };
     let blocks = buffer::blocks(index);
-    for block in META_BLOCK + 1..blocks {
-        // SAFETY: the block is below the store's size; the default strategy keeps the store
-        // in shared buffers for the next lookup.
-        let buf = unsafe {
-            buffer::read(
-                index,
-                block,
-                pg_sys::BUFFER_LOCK_SHARE,
-                std::ptr::null_mut(),
-            )
-        };
+    // (each page is pinned while the one before it is read: docs/internals.md, "The sketch
+    // store")
+    let mut ahead = buffer::AheadReader::new(index);
+    let mut block = META_BLOCK + 1;
+    let mut next = (block < blocks).then(|| ahead.pin(block));
+    while let Some(buf) = next.take() {
+        buffer::lock(buf, pg_sys::BUFFER_LOCK_SHARE);
+        if block + 1 < blocks {
+            next = Some(ahead.pin(block + 1));
+        }
         let page = page_of(buf);
         // SAFETY: the buffer is pinned and share-locked until `release`.
         match unsafe { page::kind(page, &layout) } {
@@ -104,8 +103,10 @@ pub(crate) fn scan_entries(
             Err(_) => buffer::corrupted(index, block),
         }
         release(buf);
+        block += 1;
         pgrx::check_for_interrupts!();
     }
+    ahead.finish();
 }
 
 /// Fetches the version of the heap tuple at `tid` (the root of a HOT chain, as an index entry

@@ -164,3 +164,37 @@ pub(crate) unsafe fn attr_map_by_name(
     let map = unsafe { pg_sys::build_attrmap_by_name(indesc, outdesc, false) };
     map
 }
+
+/// Pins `block` of the main fork of `rel` if it is still in the buffer `recent` (a buffer this
+/// backend read it into before), without a lookup in the shared buffer table; false if not.
+///
+/// # Safety
+/// `rel` is an open relation; `recent` is a buffer this backend was given by the buffer
+/// manager (a valid buffer number, shared or local).
+pub(crate) unsafe fn read_recent_buffer(
+    rel: pg_sys::Relation,
+    block: pg_sys::BlockNumber,
+    recent: pg_sys::Buffer,
+) -> bool {
+    #[cfg(feature = "pg15")]
+    // SAFETY: per the contract; the call compares the buffer's tag before it keeps the pin.
+    let pinned = unsafe {
+        pg_sys::ReadRecentBuffer(
+            (*rel).rd_node,
+            pg_sys::ForkNumber::MAIN_FORKNUM,
+            block,
+            recent,
+        )
+    };
+    #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+    // SAFETY: as above.
+    let pinned = unsafe {
+        pg_sys::ReadRecentBuffer(
+            (*rel).rd_locator,
+            pg_sys::ForkNumber::MAIN_FORKNUM,
+            block,
+            recent,
+        )
+    };
+    pinned
+}
