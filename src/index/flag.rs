@@ -10,7 +10,7 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{PgLogLevel, PgSqlErrorCode};
+use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
 use crate::core::params::{check_threshold, float8_text};
@@ -29,8 +29,9 @@ use super::firing::Firing;
 use super::key::{tuple_id, Id, KeyType};
 use super::lookup;
 use super::owner::as_owner;
+use super::prepared::with_prepared_args;
 use super::restore::{has_sync_trigger, is_function, is_member_function, triggers, SYNC_FUNCTION};
-use super::spi::{for_each_spi_row, spi_failed};
+use super::spi::for_each_spi_row;
 use super::text::{utf8, TextReader, COLUMNS_HINT};
 use super::trigger::{claim_trigger_name, trigger_args};
 use super::write::{claim_band_rows, claim_shard_band_rows, withdraw_claim};
@@ -886,52 +887,58 @@ fn _minhash_flag_created(fcinfo: pg_sys::FunctionCallInfo) {
         );
     }
     let ext = Extension::of_function(fn_oid);
-    let made = Spi::connect(made_triggers).unwrap_or_else(|e| spi_failed(e));
-    for (trigger, rel, function) in made {
+    let made = Spi::connect(|client| made_triggers(client, ext));
+    for (trigger, rel) in made {
         pgrx::check_for_interrupts!();
-        if is_member_function(function, FLAG_FUNCTION, ext) {
-            check_created(rel, trigger);
-        }
+        check_created(rel, trigger);
     }
 }
 
-/// The triggers the DDL command that fires the event trigger made (see
-/// [`_minhash_flag_created`]): `(trigger, relation, function)`.
-fn made_triggers(
-    client: &SpiClient<'_>,
-) -> pgrx::spi::Result<Vec<(pg_sys::Oid, pg_sys::Oid, pg_sys::Oid)>> {
-    let commands = client.select(
-        "SELECT c.classid, c.objid, c.command_tag, c.command \
-         FROM pg_catalog.pg_event_trigger_ddl_commands() c",
-        None,
-        &[],
-    )?;
+/// The duplicate triggers of `ext` the DDL command that fires the event trigger made (see
+/// [`_minhash_flag_created`]): `(trigger, relation)`. Most commands make none, and cost one
+/// query (kept prepared).
+fn made_triggers(client: &SpiClient<'_>, ext: Extension) -> Vec<(pg_sys::Oid, pg_sys::Oid)> {
+    let ours = |function| is_member_function(function, FLAG_FUNCTION, ext);
     // (triggers made; tables whose partition trees' triggers were)
     let (mut triggers, mut tables) = (Vec::new(), Vec::new());
-    for_each_spi_row(commands, |row| {
-        let (class, object) = (row.get::<pg_sys::Oid>(1)?, row.get::<pg_sys::Oid>(2)?);
-        let tag = row.get::<String>(3)?;
-        match (class, object, tag.as_deref()) {
-            (Some(pg_sys::TriggerRelationId), Some(trigger), _) => triggers.push(trigger),
-            (Some(pg_sys::RelationRelationId), Some(table), Some("CREATE TABLE")) => {
-                tables.push(table);
-            }
-            (_, _, Some("ALTER TABLE")) => {
-                if let Some(command) = row.get_datum_by_ordinal(4)? {
-                    // SAFETY: a pg_ddl_command of pg_event_trigger_ddl_commands(), read in
-                    // the event trigger that called it.
-                    tables.extend(unsafe { attached(command) });
+    let commands = "SELECT c.classid, c.objid, c.command_tag, c.command, t.tgfoid
+         FROM pg_catalog.pg_event_trigger_ddl_commands() c
+         LEFT JOIN pg_catalog.pg_trigger t
+             ON c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+            AND t.oid OPERATOR(pg_catalog.=) c.objid";
+    with_prepared_args(client, commands, &[], &[], |table| {
+        for_each_spi_row(table, |row| {
+            let (class, object) = (row.get::<pg_sys::Oid>(1)?, row.get::<pg_sys::Oid>(2)?);
+            let tag = row.get::<String>(3)?;
+            let function = row.get::<pg_sys::Oid>(5)?;
+            match (class, object, tag.as_deref()) {
+                (Some(pg_sys::TriggerRelationId), Some(trigger), _)
+                    if function.is_some_and(ours) =>
+                {
+                    triggers.push(trigger);
                 }
+                // (a partition made with its clones)
+                (Some(pg_sys::RelationRelationId), Some(table), Some("CREATE TABLE"))
+                    if is_partition(table) =>
+                {
+                    tables.push(table);
+                }
+                (_, _, Some("ALTER TABLE")) => {
+                    if let Some(command) = row.get_datum_by_ordinal(4)? {
+                        // SAFETY: a pg_ddl_command of pg_event_trigger_ddl_commands(), read in
+                        // the event trigger that called it.
+                        tables.extend(unsafe { attached(command) });
+                    }
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })
+    });
     if triggers.is_empty() && tables.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    let made = client.select(
-        "WITH RECURSIVE made(oid) AS (
+    let made = "WITH RECURSIVE made(oid) AS (
              SELECT t.oid FROM pg_catalog.pg_trigger t
              WHERE t.oid OPERATOR(pg_catalog.=) ANY ($1)
                 OR t.tgrelid OPERATOR(pg_catalog.=) ANY (ARRAY(
@@ -943,19 +950,34 @@ fn made_triggers(
                  ON t.tgparentid OPERATOR(pg_catalog.=) m.oid)
          SELECT t.oid, t.tgrelid, t.tgfoid
          FROM made m JOIN pg_catalog.pg_trigger t ON t.oid OPERATOR(pg_catalog.=) m.oid
-         ORDER BY t.oid",
-        None,
+         ORDER BY t.oid";
+    let oids = PgOid::BuiltIn(PgBuiltInOids::OIDARRAYOID);
+    with_prepared_args(
+        client,
+        made,
+        &[oids, oids],
         &[triggers.into(), tables.into()],
-    )?;
-    let mut rows = Vec::new();
-    for_each_spi_row(made, |row| {
-        if let (Some(trigger), Some(rel), Some(function)) = (row.get(1)?, row.get(2)?, row.get(3)?)
-        {
-            rows.push((trigger, rel, function));
-        }
-        Ok(())
-    })?;
-    Ok(rows)
+        |table| {
+            let mut rows = Vec::new();
+            for_each_spi_row(table, |row| {
+                if let (Some(trigger), Some(rel), Some(function)) =
+                    (row.get(1)?, row.get(2)?, row.get(3)?)
+                {
+                    if ours(function) {
+                        rows.push((trigger, rel));
+                    }
+                }
+                Ok(())
+            })?;
+            Ok(rows)
+        },
+    )
+}
+
+/// Whether relation `rel` is a partition.
+fn is_partition(rel: pg_sys::Oid) -> bool {
+    // SAFETY: a syscache read; false for a relation that is not there.
+    unsafe { pg_sys::get_rel_relispartition(rel) }
 }
 
 /// The partitions ALTER TABLE command `command` attached.
