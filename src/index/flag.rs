@@ -379,25 +379,23 @@ struct Settings {
     threshold: f64,
 }
 
-/// The arguments of duplicate trigger `firing`, which fires (or will fire) on the operations
-/// `ops` (`TRIGGER_EVENT_INSERT`, `TRIGGER_EVENT_UPDATE`), checked against its relation and its
-/// index: the one place where they are, as each row is checked and as the trigger is created
-/// (`created`, see [`_minhash_flag_created`]), so both raise the same errors. None if the table
-/// has no index: at a row, one whose catalog row a data-only restore has not loaded yet (see
-/// [`chosen_index`]); at the trigger's creation, one made later, which its first row is
-/// checked against (the arguments that do not name what the index reads are checked now).
-fn settings(
-    firing: &Firing<'_>,
-    client: &SpiClient<'_>,
-    ops: &[u32],
-    created: bool,
-) -> Option<Settings> {
+/// The arguments of duplicate trigger `firing`, checked against its relation and its index:
+/// the one place where they are, as each row is checked (`op`, the row's `TRIGGER_EVENT_INSERT`
+/// or `TRIGGER_EVENT_UPDATE`) and as the trigger is made (`op` None, see
+/// [`_minhash_flag_created`]), so both raise the same errors. Only a row checks the firing
+/// order (`check_fires_last`): other triggers are made, renamed and dropped after this one, and
+/// one may fire only on a path a workload never takes (an `UPDATE OF` columns it never sets).
+/// None if the table has no index: at a row, one whose catalog row a data-only restore has not
+/// loaded yet (see [`chosen_index`]); as the trigger is made, one made later, which its first
+/// row is checked against (the arguments that do not name what the index reads are checked
+/// now).
+fn settings(firing: &Firing<'_>, client: &SpiClient<'_>, op: Option<u32>) -> Option<Settings> {
     let (fired_on, tupdesc) = (firing.rel, firing.tupdesc);
     let args = firing.args();
     let arg = |i: usize| args.get(i).map(String::as_str);
     let mode = requested_mode(firing, &args);
     let indexes = firing.indexes(client);
-    if created && indexes.is_empty() {
+    if op.is_none() && indexes.is_empty() {
         if mode.is_none() {
             flag_column(firing, arg(0), &[]);
         }
@@ -414,7 +412,7 @@ fn settings(
         .chain(cfg.def.text.columns())
         .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
         .collect();
-    for &op in ops {
+    if let Some(op) = op {
         // SAFETY: the trigger's relation and the trigger.
         unsafe { check_fires_last(firing.relation, firing.trigger, op, &read) };
     }
@@ -496,7 +494,7 @@ fn check(
         text,
         mode,
         threshold,
-    } = settings(firing, client, &[op], false)?;
+    } = settings(firing, client, Some(op))?;
     // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described by
     // its descriptor.
     let (doc, old_doc) = cfg.def.text.evaluating(firing.owner, || unsafe {
@@ -1026,17 +1024,9 @@ fn check_created(rel: pg_sys::Oid, tgoid: pg_sys::Oid) {
                 on(pg_sys::TRIGGER_TYPE_ROW),
                 !on(others),
             );
-            let ops: Vec<u32> = [
-                (pg_sys::TRIGGER_TYPE_INSERT, pg_sys::TRIGGER_EVENT_INSERT),
-                (pg_sys::TRIGGER_TYPE_UPDATE, pg_sys::TRIGGER_EVENT_UPDATE),
-            ]
-            .into_iter()
-            .filter(|&(event, _)| on(event))
-            .map(|(_, op)| op)
-            .collect();
             let firing = Firing::on(relation, trigger);
             Spi::connect(|client| {
-                settings(&firing, client, &ops, true);
+                settings(&firing, client, None);
             });
         }
         pg_sys::relation_close(relation, pg_sys::NoLock as i32);

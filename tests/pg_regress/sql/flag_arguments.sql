@@ -54,7 +54,9 @@ SELECT * FROM pg_temp.both($$BEFORE INSERT ON docs
     FOR EACH STATEMENT EXECUTE FUNCTION minhash_flag_duplicate('dup')$$);
 SELECT * FROM pg_temp.both($$BEFORE INSERT OR DELETE ON docs
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup')$$, 'DELETE FROM docs WHERE id = 1');
--- a BEFORE ROW trigger that fires after it (by name) and could change the row (55000)
+-- A BEFORE ROW trigger that fires after it (by name) and could change the row: its rows refuse
+-- it (55000), its creation does not (triggers are made, renamed and dropped after it, and one
+-- may fire only on a path a workload never takes, an UPDATE OF columns it never sets).
 CREATE FUNCTION pg_temp.touch() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RETURN NEW; END $$;
 CREATE TRIGGER zzz_touch BEFORE INSERT ON docs FOR EACH ROW EXECUTE FUNCTION pg_temp.touch();
@@ -116,21 +118,19 @@ CREATE TABLE parts_1 PARTITION OF parts FOR VALUES FROM (0) TO (100);
 SELECT minhash_index_create('parts', 'id', 'body') IS NOT NULL AS created;
 SELECT try($$CREATE TRIGGER parts_flag BEFORE INSERT ON parts
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', '1.5')$$);
-CREATE TRIGGER zzz_touch BEFORE INSERT ON parts_1 FOR EACH ROW EXECUTE FUNCTION pg_temp.touch();
-SELECT try($$CREATE TRIGGER parts_flag BEFORE INSERT ON parts
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup')$$);
-DROP TRIGGER zzz_touch ON parts_1;
 CREATE TRIGGER parts_flag BEFORE INSERT ON parts
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', '0.6');
 SELECT try($$CREATE OR REPLACE TRIGGER parts_flag BEFORE INSERT ON parts
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', 'high')$$);
 CREATE TABLE parts_2 PARTITION OF parts FOR VALUES FROM (100) TO (200);
--- a table with a BEFORE ROW trigger named after the clone: refused as a partition (55000)
+-- A table with a duplicate trigger of its own, made while it had no index: attached, it checks
+-- against the root's index, which reads the column it would write (22023), so it is refused.
 CREATE TABLE parts_3 (id int PRIMARY KEY, body text, dup int);
-CREATE TRIGGER zzz_touch BEFORE INSERT ON parts_3 FOR EACH ROW EXECUTE FUNCTION pg_temp.touch();
+CREATE TRIGGER parts_3_flag BEFORE INSERT ON parts_3
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('body');
 SELECT try($$ALTER TABLE parts ATTACH PARTITION parts_3 FOR VALUES FROM (200) TO (300)$$);
 SELECT count(*) AS attached FROM pg_inherits WHERE inhrelid = 'parts_3'::regclass;
-DROP TRIGGER zzz_touch ON parts_3;
+DROP TRIGGER parts_3_flag ON parts_3;
 ALTER TABLE parts ATTACH PARTITION parts_3 FOR VALUES FROM (200) TO (300);
 SELECT tgrelid::regclass AS partition, tgparentid <> 0 AS clone FROM pg_trigger
 WHERE tgname = 'parts_flag' ORDER BY 1;
