@@ -379,3 +379,13 @@ CREATE EVENT TRIGGER minhash_ddl_altered ON ddl_command_end
     EXECUTE FUNCTION minhash_internal._minhash_ddl();
 CREATE EVENT TRIGGER minhash_ddl_dropped ON sql_drop
     EXECUTE FUNCTION minhash_internal._minhash_ddl();
+
+-- minhash_flag_created (ddl_command_end of CREATE TRIGGER, CREATE TABLE and ALTER TABLE): a
+-- minhash_flag_duplicate trigger is checked as it is made (CREATE [OR REPLACE] TRIGGER, its
+-- clones on partitions, ATTACH PARTITION), with the checks and errors of its first row
+-- (src/index/flag.rs).
+CREATE FUNCTION minhash_internal._minhash_flag_created() RETURNS event_trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_flag_created_wrapper';
+CREATE EVENT TRIGGER minhash_flag_created ON ddl_command_end
+    WHEN TAG IN ('CREATE TRIGGER', 'CREATE TABLE', 'ALTER TABLE')
+    EXECUTE FUNCTION minhash_internal._minhash_flag_created();

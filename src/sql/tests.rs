@@ -220,9 +220,9 @@ mod tests {
     /// typed searches, whose NULL arguments mean something) STRICT,
     /// except those that read a table (STABLE), those that write one (VOLATILE, PARALLEL
     /// UNSAFE), those that read a sketch store's pages as they are, outside any snapshot, or
-    /// time themselves (VOLATILE), and the trigger and access method handler functions; the
-    /// managed-index functions that only read as the caller are STABLE, and none is SECURITY
-    /// DEFINER.
+    /// time themselves (VOLATILE), and the trigger, event trigger and access method handler
+    /// functions; the managed-index functions that only read as the caller are STABLE, and none
+    /// is SECURITY DEFINER.
     #[pg_test]
     fn functions_are_marked_for_what_they_are() {
         let members = "FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
@@ -245,7 +245,8 @@ mod tests {
         let wrong_c = one::<Vec<String>>(&format!(
             "SELECT coalesce(array_agg(p.proname::text), '{{}}') {members}
              WHERE p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'c')
-               AND p.prorettype NOT IN ('trigger'::regtype, 'index_am_handler'::regtype)
+               AND p.prorettype NOT IN ('trigger'::regtype, 'event_trigger'::regtype,
+                                        'index_am_handler'::regtype)
                AND (p.provolatile <> CASE WHEN p.proname IN ({table_readers}) THEN 's'
                                           WHEN p.proname IN ({table_writers}, {counters}, {timed}) THEN 'v'
                                           ELSE 'i' END

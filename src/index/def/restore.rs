@@ -221,10 +221,19 @@ pub(super) fn is_ours(
 
 /// Whether trigger `t` calls `function` of `ext`.
 pub(in crate::index) fn is_function(t: &pg_sys::Trigger, function: &str, ext: Extension) -> bool {
+    is_member_function(t.tgfoid, function, ext)
+}
+
+/// Whether function `fn_oid` is `function` of `ext`.
+pub(in crate::index) fn is_member_function(
+    fn_oid: pg_sys::Oid,
+    function: &str,
+    ext: Extension,
+) -> bool {
     // SAFETY: a syscache read that returns NULL or a palloc'd name for a function that is gone.
-    let function_name = unsafe { pg_sys::get_func_name(t.tgfoid) };
+    let function_name = unsafe { pg_sys::get_func_name(fn_oid) };
     !function_name.is_null()
         // SAFETY: a name returned by get_func_name is a C string.
         && unsafe { CStr::from_ptr(function_name) }.to_bytes() == function.as_bytes()
-        && ext.owns_function(t.tgfoid)
+        && ext.owns_function(fn_oid)
 }

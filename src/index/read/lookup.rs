@@ -656,9 +656,15 @@ fn sweep_store(
         let rows = std::mem::replace(&mut list, Shortlist::new(0, None)).into_sorted();
         let mut at = 0;
         while at < rows.len() && u32::from(rows[at].0) >= needed(ranked.bar()) {
-            // one count at a time: the bar can only rise between them
+            // with `k`, one count at a time: the bar can only rise between them; at a fixed
+            // bar, every row at it in one pass in TID order (rows of one heap page together)
             let count = rows[at].0;
-            let end = at + rows[at..].partition_point(|r| r.0 == count);
+            let end = if ranked.bar_may_rise() {
+                at + rows[at..].partition_point(|r| r.0 == count)
+            } else {
+                let bar = needed(ranked.bar());
+                at + rows[at..].partition_point(|r| u32::from(r.0) >= bar)
+            };
             let mut batch: Vec<StoreRow> = rows[at..end].iter().map(|r| r.1).collect();
             batch.sort_unstable();
             store.fetch(

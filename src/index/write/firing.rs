@@ -18,9 +18,9 @@ use crate::index::run::owner::relation_owner;
 
 /// What fired, and for which index.
 pub(super) struct Firing<'a> {
-    pub(super) trigger: &'a PgTrigger<'a>,
-    pub(super) data: &'a pg_sys::TriggerData,
-    /// The relation it fired on, and its descriptor.
+    /// The trigger, and the relation it fires on (open), its OID and its descriptor.
+    pub(super) trigger: &'a pg_sys::Trigger,
+    pub(super) relation: pg_sys::Relation,
     pub(super) rel: pg_sys::Oid,
     pub(super) tupdesc: pg_sys::TupleDesc,
     /// The trigger function (one of the extension's).
@@ -37,21 +37,30 @@ pub(super) struct Firing<'a> {
 impl<'a> Firing<'a> {
     /// The firing of `trigger`, now.
     pub(super) fn of(trigger: &'a PgTrigger<'a>) -> Firing<'a> {
-        let data = trigger.trigger_data();
-        // SAFETY: a trigger's relation is open, and its descriptor valid, while it fires.
-        let (rel, tupdesc) = unsafe { ((*data.tg_relation).rd_id, (*data.tg_relation).rd_att) };
+        // SAFETY: a trigger's relation is open while it fires.
+        unsafe { Firing::on(trigger.trigger_data().tg_relation, trigger.trigger()) }
+    }
+
+    /// A firing of `trigger` on `relation`: now, or to come (a trigger checked as it is
+    /// created).
+    ///
+    /// # Safety
+    /// `relation` is open and outlives the firing; `trigger` is one of its triggers.
+    pub(super) unsafe fn on(relation: pg_sys::Relation, trigger: &'a pg_sys::Trigger) -> Self {
+        // SAFETY: per the contract: the relation and its descriptor are valid.
+        let (rel, tupdesc) = unsafe { ((*relation).rd_id, (*relation).rd_att) };
         let shard = Shard::of(rel, &relation_name(rel));
         let (table, owner) = match shard {
             Some(shard) => (shard.table, relation_owner(shard.table)),
             // SAFETY: as above.
-            None => unsafe { indexed_table(data.tg_relation) },
+            None => unsafe { indexed_table(relation) },
         };
         Firing {
             trigger,
-            data,
+            relation,
             rel,
             tupdesc,
-            fn_oid: trigger.trigger().tgfoid,
+            fn_oid: trigger.tgfoid,
             shard,
             table,
             owner,
@@ -65,7 +74,7 @@ impl<'a> Firing<'a> {
 
     /// The trigger's arguments as given to CREATE TRIGGER.
     pub(super) fn args(&self) -> Vec<String> {
-        trigger_args(self.trigger.trigger())
+        trigger_args(self.trigger)
     }
 
     /// The indexes of the table (none if it has none). On a shard, whose node has no catalog
@@ -76,11 +85,11 @@ impl<'a> Firing<'a> {
             return Index::of_table(client, self.fn_oid, self.table);
         };
         let ext = self.ext();
-        let args = if is_function(self.trigger.trigger(), SYNC_FUNCTION, ext) {
+        let args = if is_function(self.trigger, SYNC_FUNCTION, ext) {
             self.args()
         } else {
-            // SAFETY: the trigger's relation is open while it fires.
-            unsafe { sync_trigger_args(self.data.tg_relation, Some(shard), ext) }
+            // SAFETY: the trigger's relation is open (`on`).
+            unsafe { sync_trigger_args(self.relation, Some(shard), ext) }
         };
         Index::of_trigger(client, self.fn_oid, self.table, &args)
     }

@@ -10,14 +10,14 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{PgLogLevel, PgSqlErrorCode};
+use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
 use crate::core::jaccard::ShingleSet;
-use crate::core::params::float8_text;
+use crate::core::params::{check_threshold, float8_text};
 use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::backend::interrupts;
 use crate::pg::compat;
-use crate::pg::error::raise;
+use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{regclass_name, relation_name};
 use crate::pg::tuple::column;
 
@@ -26,14 +26,17 @@ use super::firing::Firing;
 use crate::index::def::band::{band_entry, BandFormat};
 use crate::index::def::catalog::refuse_newer_index;
 use crate::index::def::extension::Extension;
-use crate::index::def::restore::{has_sync_trigger, is_function, SYNC_FUNCTION};
+use crate::index::def::restore::{
+    has_sync_trigger, is_function, is_member_function, triggers, SYNC_FUNCTION,
+};
 use crate::index::def::row_id::{tuple_id, Id, KeyType};
-use crate::index::def::settings::checked_threshold;
-use crate::index::def::text_source::{utf8, COLUMNS_HINT};
+use crate::index::def::text_source::{utf8, TextReader, COLUMNS_HINT};
 use crate::index::def::trigger::{claim_trigger_name, trigger_args};
-use crate::index::read::access_plan::Index;
+use crate::index::read::access_plan::{Index, Indexes};
 use crate::index::read::lookup;
 use crate::index::run::owner::as_owner;
+use crate::index::run::prepared::with_prepared_args;
+use crate::index::run::spi::for_each_spi_row;
 
 /// A row that conflicts with the row a flag trigger checks: its id, its similarity, and
 /// whether the transaction's snapshot sees it.
@@ -277,13 +280,12 @@ enum FlagMode {
 fn minhash_flag_duplicate<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, std::convert::Infallible> {
-    let op = row_event(trigger.trigger_data());
+    let data = trigger.trigger_data();
+    let op = row_event(data);
     // (a trigger on a partitioned table fires on the partition a row goes to, as a clone; on
     // a shard of a Citus table, the sync trigger there describes the index)
     let firing = Firing::of(trigger);
-    let args = firing.args();
-    let mode = requested_mode(&firing, &args);
-    let checked = Spi::connect(|client| check(&firing, client, &args, mode, op));
+    let checked = Spi::connect(|client| check(&firing, client, data, op));
     let new = trigger
         .new()
         .expect("INSERT and UPDATE row triggers have a new row")
@@ -319,20 +321,25 @@ fn minhash_flag_duplicate<'a>(
 /// 39P01 for any other.
 fn row_event(data: &pg_sys::TriggerData) -> u32 {
     let event = data.tg_event;
-    let before = event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE;
-    let row = event & pg_sys::TRIGGER_EVENT_ROW != 0;
     let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
-    if !(before
-        && row
-        && (op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE))
-    {
+    require_row_events(
+        event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE,
+        event & pg_sys::TRIGGER_EVENT_ROW != 0,
+        op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE,
+    );
+    op
+}
+
+/// Raises 39P01 unless the trigger fires `before` the row is written, for each `row`, on
+/// INSERT or UPDATE only (`insert_or_update`).
+fn require_row_events(before: bool, row: bool, insert_or_update: bool) {
+    if !(before && row && insert_or_update) {
         raise(
             PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
             "minhash_flag_duplicate() must be fired BEFORE INSERT OR UPDATE FOR EACH ROW",
             None,
         );
     }
-    op
 }
 
 /// The mode argument: Reject, or None for 'flag' (its column is resolved against the index);
@@ -364,6 +371,92 @@ fn requested_mode(firing: &Firing<'_>, args: &[String]) -> Option<FlagMode> {
     mode
 }
 
+/// A duplicate trigger's arguments, checked against the relation it fires on and the index it
+/// reads.
+struct Settings {
+    cfg: Rc<Index>,
+    /// Reads the text of a row of the relation.
+    text: TextReader,
+    mode: FlagMode,
+    threshold: f64,
+}
+
+/// The arguments of duplicate trigger `firing`, checked against its relation and its index:
+/// the one place where they are, as each row is checked (`op`, the row's `TRIGGER_EVENT_INSERT`
+/// or `TRIGGER_EVENT_UPDATE`) and as the trigger is made (`op` None, see
+/// [`_minhash_flag_created`]), so both raise the same errors. Only a row checks the firing
+/// order (`check_fires_last`): other triggers are made, renamed and dropped after this one, and
+/// one may fire only on a path a workload never takes (an `UPDATE OF` columns it never sets).
+/// None if the table has no index: at a row, one whose catalog row a data-only restore has not
+/// loaded yet (see [`chosen_index`]); as the trigger is made, one made later, which its first
+/// row is checked against (the arguments that do not name what the index reads are checked
+/// now).
+fn settings(firing: &Firing<'_>, client: &SpiClient<'_>, op: Option<u32>) -> Option<Settings> {
+    let (fired_on, tupdesc) = (firing.rel, firing.tupdesc);
+    let args = firing.args();
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    let mode = requested_mode(firing, &args);
+    let indexes = firing.indexes(client);
+    if op.is_none() && indexes.is_empty() {
+        if mode.is_none() {
+            flag_column(firing, arg(0), &[]);
+        }
+        threshold_arg(arg(1));
+        return None;
+    }
+    let cfg = chosen_index(firing, client, indexes, arg(3).filter(|a| !a.is_empty()))?;
+    // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
+    // `find`.
+    let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
+    // the columns the check reads: no trigger may change them after it
+    let read: Vec<usize> = std::iter::once(cfg.def.id_column.as_str())
+        .chain(cfg.def.tenant.as_ref().map(|t| t.column.as_str()))
+        .chain(cfg.def.text.columns())
+        .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
+        .collect();
+    if let Some(op) = op {
+        // SAFETY: the trigger's relation and the trigger.
+        unsafe { check_fires_last(firing.relation, firing.trigger, op, &read) };
+    }
+    // SAFETY: the descriptor of the trigger's relation.
+    unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
+    // (checked at every firing, whether or not the row is compared)
+    let mode = mode.unwrap_or_else(|| flag_column(firing, arg(0), &read));
+    let threshold = threshold_arg(arg(1)).unwrap_or(cfg.def.threshold);
+    Some(Settings {
+        cfg,
+        text,
+        mode,
+        threshold,
+    })
+}
+
+/// The flag column of 'flag' mode, `name`: a column of the trigger's relation (42703) that the
+/// check does not read (`read`, attribute numbers; 22023).
+fn flag_column(firing: &Firing<'_>, name: Option<&str>, read: &[usize]) -> FlagMode {
+    let name = name.unwrap_or("");
+    let (attno, typid, typmod) = column(firing.tupdesc, firing.rel, name, FLAG_HINT);
+    if read.contains(&attno) {
+        raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "minhash_flag_duplicate() cannot write the original's id into column \"{name}\", \
+                 which the minhash index of {} reads",
+                regclass_name(firing.table)
+            ),
+            Some(FLAG_HINT.into()),
+        );
+    }
+    FlagMode::Flag(attno, typid, typmod)
+}
+
+/// The threshold argument `arg`, if it gives one (NULL, `'null'` or `''` do not): parsed as
+/// `'...'::float8` would (22P02) and checked (`check_threshold`).
+fn threshold_arg(arg: Option<&str>) -> Option<f64> {
+    arg.filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
+        .map(|t| check_threshold(float8_in(t)).or_raise())
+}
+
 /// What a check found for the new row.
 struct Check {
     id_column: String,
@@ -381,18 +474,16 @@ fn original<'c>(rows: impl Iterator<Item = &'c Conflict>) -> Option<(Id, f64)> {
         .map(|c| (c.id.clone(), c.similarity))
 }
 
-/// Checks the new row of `firing` (of operation `op`) against its index; None for an UPDATE
-/// that leaves the text alone, and for a table whose catalog row a data-only restore has not
-/// loaded yet.
+/// Checks the new row of `firing` (fired by `data`, of operation `op`) against its index; None
+/// for an UPDATE that leaves the text alone, and for a table whose catalog row a data-only
+/// restore has not loaded yet.
 fn check(
     firing: &Firing<'_>,
     client: &SpiClient<'_>,
-    args: &[String],
-    mode: Option<FlagMode>,
+    data: &pg_sys::TriggerData,
     op: u32,
 ) -> Option<Check> {
-    let (data, fired_on, tupdesc) = (firing.data, firing.rel, firing.tupdesc);
-    let arg = |i: usize| args.get(i).map(String::as_str);
+    let tupdesc = firing.tupdesc;
     let update = op == pg_sys::TRIGGER_EVENT_UPDATE;
     // SAFETY: INSERT row triggers get the new row as tg_trigtuple, UPDATE ones as tg_newtuple.
     let tuple = if update {
@@ -400,41 +491,12 @@ fn check(
     } else {
         data.tg_trigtuple
     };
-    let cfg = chosen_index(firing, client, arg(3).filter(|a| !a.is_empty()))?;
-    // SAFETY: the trigger's relation and its descriptor; the indexed table was locked by
-    // `find`.
-    let text = unsafe { cfg.def.text.reader(fired_on, tupdesc) };
-    // the columns the check reads: no trigger may change them after it
-    let read: Vec<usize> = std::iter::once(cfg.def.id_column.as_str())
-        .chain(cfg.def.tenant.as_ref().map(|t| t.column.as_str()))
-        .chain(cfg.def.text.columns())
-        .map(|name| column(tupdesc, fired_on, name, COLUMNS_HINT).0)
-        .collect();
-    // SAFETY: the firing relation and trigger.
-    unsafe { check_fires_last(data.tg_relation, firing.trigger.trigger(), op, &read) };
-    // SAFETY: the descriptor of the firing relation.
-    unsafe { refuse_stored_generated(tupdesc, fired_on, &read) };
-    // (checked at every firing, whether or not the row is compared)
-    let mode = mode.unwrap_or_else(|| {
-        let (attno, typid, typmod) = column(tupdesc, fired_on, arg(0).unwrap_or(""), FLAG_HINT);
-        if read.contains(&attno) {
-            raise(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!(
-                    "minhash_flag_duplicate() cannot write the original's id into column \
-                     \"{}\", which the minhash index of {} reads",
-                    arg(0).unwrap_or(""),
-                    regclass_name(firing.table)
-                ),
-                Some(FLAG_HINT.into()),
-            );
-        }
-        FlagMode::Flag(attno, typid, typmod)
-    });
-    let threshold = arg(1)
-        .filter(|t| !(t.is_empty() || t.eq_ignore_ascii_case("null")))
-        .map(float8_in);
-    let threshold = checked_threshold(threshold, cfg.def.threshold);
+    let Settings {
+        cfg,
+        text,
+        mode,
+        threshold,
+    } = settings(firing, client, Some(op))?;
     // SAFETY: the new row (and an UPDATE's old row) are rows of the relation, described by
     // its descriptor.
     let (doc, old_doc) = cfg.def.text.evaluating(firing.owner, || unsafe {
@@ -444,7 +506,7 @@ fn check(
     if update && old_doc == Some(doc) {
         return None;
     }
-    let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
+    let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, firing.rel);
     // SAFETY: the attribute numbers and types come from this tuple's descriptor; an UPDATE's
     // old row (tg_trigtuple) has the same descriptor.
     let (doc, own_ids) = unsafe {
@@ -454,7 +516,7 @@ fn check(
     };
     // (of a table distributed by a tenant, the new row's: the check is within it)
     let tenant = cfg.def.tenant.as_ref().and_then(|tenant| {
-        let attno = tenant.attribute(tupdesc, fired_on);
+        let attno = tenant.attribute(tupdesc, firing.rel);
         // SAFETY: the attribute is of the tenant's type (checked), in this tuple's descriptor.
         unsafe { tuple_id(tuple, tupdesc, attno, tenant.key.oid, tenant.key) }
     });
@@ -483,12 +545,12 @@ fn check(
 fn chosen_index(
     firing: &Firing<'_>,
     client: &SpiClient<'_>,
+    indexes: Indexes,
     name: Option<&str>,
 ) -> Option<Rc<Index>> {
     let tbl = firing.table;
-    let indexes = firing.indexes(client);
     // SAFETY: the trigger descriptor of the open relation.
-    let synced = || unsafe { has_sync_trigger((*firing.data.tg_relation).trigdesc, firing.ext()) };
+    let synced = || unsafe { has_sync_trigger((*firing.relation).trigdesc, firing.ext()) };
     Some(match (&indexes[..], name) {
         ([], _) if synced() => {
             // (or, under REPEATABLE READ and SERIALIZABLE, one created after the snapshot)
@@ -628,7 +690,7 @@ fn reject(firing: &Firing<'_>, checked: &Check) {
         report
     };
     // SAFETY: the trigger's relation and trigger are valid while it fires.
-    unsafe { name_constraint(firing.data.tg_relation, firing.trigger.trigger()) };
+    unsafe { name_constraint(firing.relation, firing.trigger) };
     report.report(PgLogLevel::ERROR);
 }
 
@@ -790,6 +852,186 @@ unsafe extern "C-unwind" fn add_constraint_names(arg: *mut std::ffi::c_void) {
         pg_sys::err_generic_string(pg_sys::PG_DIAG_SCHEMA_NAME as i32, names.schema);
         pg_sys::err_generic_string(pg_sys::PG_DIAG_TABLE_NAME as i32, names.table);
         pg_sys::err_generic_string(pg_sys::PG_DIAG_CONSTRAINT_NAME as i32, names.constraint);
+    }
+}
+
+/// The duplicate trigger's function, one of the extension's (see [`is_member_function`]).
+const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
+
+/// Event trigger function of `minhash_flag_created` (`ddl_command_end` of CREATE TRIGGER,
+/// CREATE TABLE and ALTER TABLE): each duplicate trigger the command made is checked as its
+/// rows will be ([`settings`]), so that a bad argument fails the command with the error its
+/// first row would get. The triggers made: those of CREATE [OR REPLACE] TRIGGER, with their
+/// clones on the partitions of a partitioned table; the clones CREATE TABLE ... PARTITION OF
+/// makes; on ALTER TABLE ... ATTACH PARTITION, every duplicate trigger of the partition and its
+/// partitions, clone or not (from now on it checks against the index of the new root).
+/// Triggers of other functions are left alone: ours is told by its OID, a function of this
+/// extension (a role cannot make a function a member of it).
+// (created in schema minhash_internal by sql/index/ddl.sql)
+#[pg_extern(sql = false)]
+fn _minhash_flag_created(fcinfo: pg_sys::FunctionCallInfo) {
+    // SAFETY: the call's own `fcinfo`, its `flinfo` set by the function manager; a context
+    // node's tag is read only when there is one.
+    let (called_as_event_trigger, fn_oid) = unsafe {
+        let context = (*fcinfo).context;
+        (
+            !context.is_null() && pgrx::is_a(context, pg_sys::NodeTag::T_EventTriggerData),
+            (*(*fcinfo).flinfo).fn_oid,
+        )
+    };
+    if !called_as_event_trigger {
+        raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "_minhash_flag_created() must be fired as an event trigger",
+            None,
+        );
+    }
+    let ext = Extension::of_function(fn_oid);
+    let made = Spi::connect(|client| made_triggers(client, ext));
+    for (trigger, rel) in made {
+        pgrx::check_for_interrupts!();
+        check_created(rel, trigger);
+    }
+}
+
+/// The duplicate triggers of `ext` the DDL command that fires the event trigger made (see
+/// [`_minhash_flag_created`]): `(trigger, relation)`. Most commands make none, and cost one
+/// query (kept prepared).
+fn made_triggers(client: &SpiClient<'_>, ext: Extension) -> Vec<(pg_sys::Oid, pg_sys::Oid)> {
+    let ours = |function| is_member_function(function, FLAG_FUNCTION, ext);
+    // (triggers made; tables whose partition trees' triggers were)
+    let (mut triggers, mut tables) = (Vec::new(), Vec::new());
+    let commands = "SELECT c.classid, c.objid, c.command_tag, c.command, t.tgfoid
+         FROM pg_catalog.pg_event_trigger_ddl_commands() c
+         LEFT JOIN pg_catalog.pg_trigger t
+             ON c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+            AND t.oid OPERATOR(pg_catalog.=) c.objid";
+    with_prepared_args(client, commands, &[], &[], |table| {
+        for_each_spi_row(table, |row| {
+            let (class, object) = (row.get::<pg_sys::Oid>(1)?, row.get::<pg_sys::Oid>(2)?);
+            let tag = row.get::<String>(3)?;
+            let function = row.get::<pg_sys::Oid>(5)?;
+            match (class, object, tag.as_deref()) {
+                (Some(pg_sys::TriggerRelationId), Some(trigger), _)
+                    if function.is_some_and(ours) =>
+                {
+                    triggers.push(trigger);
+                }
+                // (a partition made with its clones)
+                (Some(pg_sys::RelationRelationId), Some(table), Some("CREATE TABLE"))
+                    if is_partition(table) =>
+                {
+                    tables.push(table);
+                }
+                (_, _, Some("ALTER TABLE")) => {
+                    if let Some(command) = row.get_datum_by_ordinal(4)? {
+                        // SAFETY: a pg_ddl_command of pg_event_trigger_ddl_commands(), read in
+                        // the event trigger that called it.
+                        tables.extend(unsafe { attached(command) });
+                    }
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    });
+    if triggers.is_empty() && tables.is_empty() {
+        return Vec::new();
+    }
+    let made = "WITH RECURSIVE made(oid) AS (
+             SELECT t.oid FROM pg_catalog.pg_trigger t
+             WHERE t.oid OPERATOR(pg_catalog.=) ANY ($1)
+                OR t.tgrelid OPERATOR(pg_catalog.=) ANY (ARRAY(
+                       SELECT p.relid::pg_catalog.oid
+                       FROM pg_catalog.unnest($2) r(oid),
+                            pg_catalog.pg_partition_tree(r.oid::pg_catalog.regclass) p))
+           UNION
+             SELECT t.oid FROM made m JOIN pg_catalog.pg_trigger t
+                 ON t.tgparentid OPERATOR(pg_catalog.=) m.oid)
+         SELECT t.oid, t.tgrelid, t.tgfoid
+         FROM made m JOIN pg_catalog.pg_trigger t ON t.oid OPERATOR(pg_catalog.=) m.oid
+         ORDER BY t.oid";
+    let oids = PgOid::BuiltIn(PgBuiltInOids::OIDARRAYOID);
+    with_prepared_args(
+        client,
+        made,
+        &[oids, oids],
+        &[triggers.into(), tables.into()],
+        |table| {
+            let mut rows = Vec::new();
+            for_each_spi_row(table, |row| {
+                if let (Some(trigger), Some(rel), Some(function)) =
+                    (row.get(1)?, row.get(2)?, row.get(3)?)
+                {
+                    if ours(function) {
+                        rows.push((trigger, rel));
+                    }
+                }
+                Ok(())
+            })?;
+            Ok(rows)
+        },
+    )
+}
+
+/// Whether relation `rel` is a partition.
+fn is_partition(rel: pg_sys::Oid) -> bool {
+    // SAFETY: a syscache read; false for a relation that is not there.
+    unsafe { pg_sys::get_rel_relispartition(rel) }
+}
+
+/// The partitions ALTER TABLE command `command` attached.
+///
+/// # Safety
+/// `command` is a `pg_ddl_command` datum of `pg_event_trigger_ddl_commands()`, read in the event
+/// trigger that called it.
+unsafe fn attached(command: pg_sys::Datum) -> Vec<pg_sys::Oid> {
+    // SAFETY: per the contract, a collected command; an ALTER TABLE's carries its subcommands,
+    // each with its parse tree and the object it made or changed (an attached partition's
+    // address is the partition).
+    unsafe {
+        let command = command.cast_mut_ptr::<pg_sys::CollectedCommand>();
+        if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable {
+            return Vec::new();
+        }
+        pgrx::PgList::<pg_sys::CollectedATSubcmd>::from_pg((*command).d.alterTable.subcmds)
+            .iter_ptr()
+            .filter(|&sub| {
+                let tree = (*sub).parsetree;
+                pgrx::is_a(tree, pg_sys::NodeTag::T_AlterTableCmd)
+                    && (*tree.cast::<pg_sys::AlterTableCmd>()).subtype
+                        == pg_sys::AlterTableType::AT_AttachPartition
+            })
+            .map(|sub| (*sub).address.objectId)
+            .collect()
+    }
+}
+
+/// Checks duplicate trigger `tgoid` of relation `rel`, just made, as its rows will be checked
+/// ([`settings`]): the events it fires on first, as [`row_event`] checks a firing's.
+fn check_created(rel: pg_sys::Oid, tgoid: pg_sys::Oid) {
+    // SAFETY: the relation is opened (the command that made the trigger locked it) and closed
+    // again; the trigger, one of its descriptor's, is read while it is open.
+    unsafe {
+        let relation = pg_sys::relation_open(rel, pg_sys::AccessShareLock as i32);
+        if let Some(trigger) = triggers((*relation).trigdesc)
+            .iter()
+            .find(|t| t.tgoid == tgoid)
+        {
+            let kind = u32::from(trigger.tgtype as u16);
+            let on = |event| kind & event != 0;
+            let others = pg_sys::TRIGGER_TYPE_DELETE | pg_sys::TRIGGER_TYPE_TRUNCATE;
+            require_row_events(
+                kind & pg_sys::TRIGGER_TYPE_TIMING_MASK == pg_sys::TRIGGER_TYPE_BEFORE,
+                on(pg_sys::TRIGGER_TYPE_ROW),
+                !on(others),
+            );
+            let firing = Firing::on(relation, trigger);
+            Spi::connect(|client| {
+                settings(&firing, client, None);
+            });
+        }
+        pg_sys::relation_close(relation, pg_sys::NoLock as i32);
     }
 }
 

@@ -61,28 +61,19 @@ CREATE TRIGGER questions_reject BEFORE INSERT ON questions
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate(NULL, NULL, 'reject');
 SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('What is the capital of France ?')$$);
 
--- Misuse gets clear errors.
+-- Misuse gets clear errors, when the trigger is made (flag_arguments.sql shows each is its
+-- first row's).
 DROP TRIGGER questions_reject ON questions;
-CREATE TRIGGER bad_mode BEFORE INSERT ON questions
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '0.8', 'warn');
-SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
-DROP TRIGGER bad_mode ON questions;
-CREATE TRIGGER bad_column BEFORE INSERT ON questions
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('no_such_column');
-SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
-DROP TRIGGER bad_column ON questions;
-CREATE TRIGGER bad_threshold BEFORE INSERT ON questions
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '1.5');
-SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
-DROP TRIGGER bad_threshold ON questions;
-CREATE TRIGGER threshold_not_a_number BEFORE INSERT ON questions
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', 'high');
-SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
-DROP TRIGGER threshold_not_a_number ON questions;
-CREATE TRIGGER after_trigger AFTER INSERT ON questions
-    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of');
-SELECT pg_temp.try($$INSERT INTO questions (body) VALUES ('x')$$);
-DROP TRIGGER after_trigger ON questions;
+SELECT pg_temp.try($$CREATE TRIGGER bad_mode BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '0.8', 'warn')$$);
+SELECT pg_temp.try($$CREATE TRIGGER bad_column BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('no_such_column')$$);
+SELECT pg_temp.try($$CREATE TRIGGER bad_threshold BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', '1.5')$$);
+SELECT pg_temp.try($$CREATE TRIGGER threshold_not_a_number BEFORE INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of', 'high')$$);
+SELECT pg_temp.try($$CREATE TRIGGER after_trigger AFTER INSERT ON questions
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('duplicate_of')$$);
 
 CREATE TABLE unindexed (id int PRIMARY KEY, body text, duplicate_of int);
 CREATE TRIGGER flag BEFORE INSERT ON unindexed
@@ -132,8 +123,13 @@ CREATE TABLE gen_posts (id bigint PRIMARY KEY, raw text,
                         body text GENERATED ALWAYS AS (lower(raw)) STORED, dup bigint);
 INSERT INTO gen_posts (id, raw) VALUES (1, 'Cheap flights to Porto in August');
 SELECT minhash_index_create('gen_posts', 'id', 'body') IS NOT NULL AS created;
+SELECT pg_temp.try($$CREATE TRIGGER gen_posts_flag BEFORE INSERT OR UPDATE ON gen_posts
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup')$$);
+-- (made with event triggers off, as in replica mode: its first row gets the same error)
+SET session_replication_role = replica;
 CREATE TRIGGER gen_posts_flag BEFORE INSERT OR UPDATE ON gen_posts
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup');
+RESET session_replication_role;
 SELECT pg_temp.try($$INSERT INTO gen_posts (id, raw) VALUES (2, 'CHEAP FLIGHTS TO PORTO IN AUGUST!')$$);
 DROP TRIGGER gen_posts_flag ON gen_posts;
 INSERT INTO gen_posts (id, raw) VALUES (2, 'CHEAP FLIGHTS TO PORTO IN AUGUST!');

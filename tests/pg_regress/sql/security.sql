@@ -286,8 +286,14 @@ RESET ROLE;
 -- RUST_BACKTRACE=full, see scripts/regress.sh).
 CREATE TABLE flagged (id int PRIMARY KEY, body text, dup int);
 SELECT minhash_index_create('flagged', 'id', 'body') IS NOT NULL AS created;
+SELECT try_detail($$CREATE TRIGGER bad_argument BEFORE INSERT ON flagged
+    FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', 'not a number')$$);
+-- (refused as it is made; made with event triggers off, as in replica mode, its first row
+-- gets the same error)
+SET session_replication_role = replica;
 CREATE TRIGGER bad_argument BEFORE INSERT ON flagged
     FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup', 'not a number');
+RESET session_replication_role;
 SELECT try_detail($$INSERT INTO flagged VALUES (1, 'some text', NULL)$$);
 SELECT try_detail($$SELECT minhash('x', 0)$$);
 
