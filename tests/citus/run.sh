@@ -680,11 +680,11 @@ SELECT check_eq('Citus: a near-duplicate the same transaction wrote on the same 
 SELECT check_eq('Citus: one it wrote on the other worker is not', (SELECT count(dup_of) FROM docs WHERE id = $second), 0);
 EOF
 check docs "after concurrent flagged inserts"
+# ('reject' is refused when the trigger is made, by the check of its arguments)
 expect_error 0A000 -c "SET citus.enable_unsafe_triggers = on" \
-    -c "CREATE TRIGGER no_dups BEFORE INSERT ON docs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of', '0.7', 'reject')" \
-    -c "INSERT INTO docs (id, body) VALUES (7004, corpus_text(22))"
-q -c "SET citus.enable_unsafe_triggers = on" -c "DROP TRIGGER no_dups ON docs" >/dev/null
-echo "ok: the duplicate trigger flags as on the plain table but for concurrent writes, as documented; 'reject' refused (0A000)"
+    -c "CREATE TRIGGER no_dups BEFORE INSERT ON docs FOR EACH ROW EXECUTE FUNCTION minhash_flag_duplicate('dup_of', '0.7', 'reject')"
+q -c "SELECT check_eq('the refused reject trigger is not made', (SELECT count(*) FROM pg_trigger WHERE tgname = 'no_dups'), 0)"
+echo "ok: the duplicate trigger flags as on the plain table but for concurrent writes, as documented; 'reject' refused when made (0A000)"
 
 # A reference table: indexed like any other, the band table a reference table.
 q <<'EOF'

@@ -988,7 +988,8 @@ fn is_partition(rel: pg_sys::Oid) -> bool {
 unsafe fn attached(command: pg_sys::Datum) -> Vec<pg_sys::Oid> {
     // SAFETY: per the contract, a collected command; an ALTER TABLE's carries its subcommands,
     // each with its parse tree and the object it made or changed (an attached partition's
-    // address is the partition).
+    // address is the partition); an ATTACH PARTITION's tree is an AlterTableCmd whose `def`
+    // is a PartitionCmd naming the partition.
     unsafe {
         let command = command.cast_mut_ptr::<pg_sys::CollectedCommand>();
         if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable {
@@ -1002,7 +1003,26 @@ unsafe fn attached(command: pg_sys::Datum) -> Vec<pg_sys::Oid> {
                     && (*tree.cast::<pg_sys::AlterTableCmd>()).subtype
                         == pg_sys::AlterTableType::AT_AttachPartition
             })
-            .map(|sub| (*sub).address.objectId)
+            .filter_map(|sub| {
+                // (PostgreSQL 15 records no address for an ATTACH PARTITION: the partition
+                // is then the one the command names, which it has just locked)
+                let address = (*sub).address.objectId;
+                if address != pg_sys::InvalidOid {
+                    return Some(address);
+                }
+                let partition = (*(*(*sub).parsetree.cast::<pg_sys::AlterTableCmd>())
+                    .def
+                    .cast::<pg_sys::PartitionCmd>())
+                .name;
+                let oid = pg_sys::RangeVarGetRelidExtended(
+                    partition,
+                    pg_sys::NoLock as i32,
+                    pg_sys::RVROption::RVR_MISSING_OK,
+                    None,
+                    std::ptr::null_mut(),
+                );
+                (oid != pg_sys::InvalidOid).then_some(oid)
+            })
             .collect()
     }
 }
