@@ -21,16 +21,29 @@ pub(super) unsafe fn read(
     strategy: pg_sys::BufferAccessStrategy,
 ) -> pg_sys::Buffer {
     // SAFETY: per the contract.
+    let buf = unsafe { pin(index, block, strategy) };
+    lock(buf, mode);
+    buf
+}
+
+/// Reads `block` of the main fork into a buffer and pins it, unlocked.
+///
+/// # Safety
+/// `index` is an open index relation with that block.
+unsafe fn pin(
+    index: pg_sys::Relation,
+    block: pg_sys::BlockNumber,
+    strategy: pg_sys::BufferAccessStrategy,
+) -> pg_sys::Buffer {
+    // SAFETY: per the contract.
     unsafe {
-        let buf = pg_sys::ReadBufferExtended(
+        pg_sys::ReadBufferExtended(
             index,
             pg_sys::ForkNumber::MAIN_FORKNUM,
             block,
             pg_sys::ReadBufferMode::RBM_NORMAL,
             strategy,
-        );
-        pg_sys::LockBuffer(buf, mode as i32);
-        buf
+        )
     }
 }
 
@@ -86,13 +99,7 @@ impl AheadReader {
             let buf = match known {
                 Some(b) if crate::pg::compat::read_recent_buffer(self.index, block, b) => b,
                 _ => {
-                    let b = pg_sys::ReadBufferExtended(
-                        self.index,
-                        pg_sys::ForkNumber::MAIN_FORKNUM,
-                        block,
-                        pg_sys::ReadBufferMode::RBM_NORMAL,
-                        std::ptr::null_mut(),
-                    );
+                    let b = pin(self.index, block, std::ptr::null_mut());
                     if self.recent.len() <= at {
                         self.recent.resize(at + 1, pg_sys::InvalidBuffer as i32);
                     }
