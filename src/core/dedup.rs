@@ -186,14 +186,16 @@ impl Corpus {
             ..
         } = self.search;
         let mut sets = SetCache::try_new(self.distinct_texts())?;
+        let mut near = Bucket::default();
         let mut countdown = Countdown::new();
         self.for_each_bucket(check_interrupts, |band, bucket, check_interrupts| {
-            for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
-                let y = y as usize;
-                for &(_, x) in &bucket[..j] {
-                    let x = x as usize;
+            near.gather(self, band, bucket.iter().map(|&(_, t)| t))?;
+            for j in 1..bucket.len() {
+                let y = bucket[j].1 as usize;
+                for i in 0..j {
+                    let x = bucket[i].1 as usize;
                     countdown.tick(check_interrupts);
-                    if !self.new_candidate(x, y, band) {
+                    if !near.candidate(i, j, self.min_matches) {
                         continue;
                     }
                     let similarity = sets.jaccard(self, x, y, shingling, check_interrupts)?;
@@ -233,16 +235,6 @@ impl Corpus {
         Ok(())
     }
 
-    /// Whether texts `x` and `y`, which share the key of `band`, are a candidate pair to verify
-    /// there: they share no earlier band (where they were looked at already), and their
-    /// signatures agree on enough low bytes (see [`min_sketch_matches`]).
-    #[inline]
-    fn new_candidate(&self, x: usize, y: usize, band: usize) -> bool {
-        let bands = self.search.banding.bands;
-        let (kx, ky) = (&self.keys[x * bands..], &self.keys[y * bands..]);
-        !(0..band).any(|i| kx[i] == ky[i]) && self.sketches_agree(x, y)
-    }
-
     /// Whether the signatures of texts `x` and `y` agree on enough low bytes to be verified
     /// (see [`min_sketch_matches`]).
     #[inline]
@@ -279,25 +271,28 @@ impl Corpus {
         let n = self.distinct_texts();
         let mut sets = SetCache::try_new(n)?;
         let mut groups = Groups::try_new(n)?;
+        let mut near = Bucket::default();
         let mut countdown = Countdown::new();
         let mut verified = 0;
         self.for_each_bucket(check_interrupts, |band, bucket, check_interrupts| {
             if !groups.split(bucket, clusters, &mut countdown, check_interrupts)? {
                 return Ok(());
             }
+            // the bucket's texts in group order: group g is `near`'s texts `groups.start[g]..`
+            near.gather(self, band, groups.texts.iter().copied())?;
             // parts as (first group, last group) of a list linked through `groups.next`
             for g in 0..groups.count() {
                 let (mut last, mut kept) = (g, 0);
                 for p in 0..groups.parts.len() {
                     let (first, part_last) = groups.parts[p];
                     let mut pair = None;
-                    'search: for &y in groups.members(g) {
+                    'search: for j in groups.positions(g) {
                         let mut h = first;
                         loop {
-                            for &x in groups.members(h) {
-                                let (x, y) = (x as usize, y as usize);
+                            for i in groups.positions(h) {
+                                let (x, y) = (groups.texts[i] as usize, groups.texts[j] as usize);
                                 countdown.tick(check_interrupts);
-                                if !self.new_candidate(x, y, band) {
+                                if !near.candidate(i, j, self.min_matches) {
                                     continue;
                                 }
                                 verified += 1;
@@ -687,8 +682,9 @@ impl Groups {
         self.roots.len()
     }
 
-    fn members(&self, g: usize) -> &[u32] {
-        &self.texts[self.start[g]..self.start[g + 1]]
+    /// Where group `g`'s texts are in `texts`.
+    fn positions(&self, g: usize) -> std::ops::Range<usize> {
+        self.start[g]..self.start[g + 1]
     }
 
     /// Groups the texts of `bucket` by their cluster in `clusters`, and makes room for as many
@@ -813,9 +809,104 @@ impl BucketIndex {
     }
 }
 
-/// Number of positions where two equal-length byte strings agree.
+/// The texts of one bucket with what deciding their candidate pairs reads, copied side by side:
+/// the keys of the bands before the bucket's and the sketch of each text. A text's keys and
+/// sketch are one or two cache misses away in a large corpus; copied once per bucket, the m(m-1)/2
+/// pairs of a crowded bucket of m texts are decided in cache, a few nanoseconds each, where
+/// reading them in place cost a miss or more per pair. The space is reused from bucket to bucket.
+#[derive(Default)]
+struct Bucket {
+    /// Keys of the bands before the bucket's, `earlier` per text.
+    keys: Vec<u64>,
+    earlier: usize,
+    /// Sketch bytes, `k` per text.
+    sketch: Vec<u8>,
+    k: usize,
+}
+
+impl Bucket {
+    /// Copies in the keys and sketches of `texts`, a bucket of `band`, in the order given.
+    fn gather(
+        &mut self,
+        corpus: &Corpus,
+        band: usize,
+        texts: impl ExactSizeIterator<Item = u32> + Clone,
+    ) -> Result<(), CapacityError> {
+        let (bands, k) = (corpus.search.banding.bands, corpus.search.k);
+        let m = texts.len();
+        self.keys.clear();
+        self.sketch.clear();
+        reserve(&mut self.keys, m.saturating_mul(band), CORPUS)?;
+        reserve(&mut self.sketch, m.saturating_mul(k), CORPUS)?;
+        // the texts of a bucket lie anywhere in the corpus: their lines are asked for a few
+        // texts ahead, so that the misses overlap instead of following one another
+        let mut ahead = texts.clone().skip(GATHER_AHEAD);
+        for t in texts {
+            if let Some(u) = ahead.next() {
+                let u = u as usize;
+                prefetch(&corpus.keys[u * bands..][..band]);
+                prefetch(&corpus.sketch[u * k..][..k]);
+            }
+            let t = t as usize;
+            self.keys
+                .extend_from_slice(&corpus.keys[t * bands..][..band]);
+            self.sketch.extend_from_slice(&corpus.sketch[t * k..][..k]);
+        }
+        (self.earlier, self.k) = (band, k);
+        Ok(())
+    }
+
+    /// Whether the texts at positions `i` and `j` are a candidate pair to verify in this band:
+    /// they share no earlier band (where they were looked at already), and their sketches
+    /// agree on at least `min_matches` bytes (see [`min_sketch_matches`]).
+    #[inline]
+    fn candidate(&self, i: usize, j: usize, min_matches: usize) -> bool {
+        let e = self.earlier;
+        let (ki, kj) = (&self.keys[i * e..][..e], &self.keys[j * e..][..e]);
+        !ki.iter().zip(kj).any(|(a, b)| a == b)
+            && equal_bytes(
+                &self.sketch[i * self.k..][..self.k],
+                &self.sketch[j * self.k..][..self.k],
+            ) >= min_matches
+    }
+}
+
+/// How many texts ahead [`Bucket::gather`] asks for the memory of the text it will copy.
+const GATHER_AHEAD: usize = 8;
+
+/// Asks the CPU to start loading the cache lines of `data` (a hint: it reads nothing and cannot
+/// fault).
+#[inline(always)]
+fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let bytes = std::mem::size_of_val(data);
+        let start = data.as_ptr().cast::<i8>();
+        for line in (0..bytes).step_by(64) {
+            // SAFETY: a prefetch of any address is allowed; these are inside `data`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(line)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
+/// Number of positions where two equal-length byte strings agree; counted 64 bytes at a time
+/// in byte lanes, which the compiler turns into vector compares.
 fn equal_bytes(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).map(|(x, y)| usize::from(x == y)).sum()
+    let (mut ca, mut cb) = (a.chunks_exact(64), b.chunks_exact(64));
+    let mut count = 0;
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        let lanes: u8 = x.iter().zip(y).map(|(p, q)| u8::from(p == q)).sum();
+        count += usize::from(lanes);
+    }
+    count
+        + ca.remainder()
+            .iter()
+            .zip(cb.remainder())
+            .filter(|(p, q)| p == q)
+            .count()
 }
 
 /// Shingle sets of the texts being verified, each built once while it fits the byte budget.
@@ -1105,12 +1196,13 @@ mod tests {
             // clusters verify a fraction of the candidates that listing every pair verifies
             let corpus = load(&docs, s);
             let mut candidates = 0;
+            let mut near = Bucket::default();
             corpus
                 .for_each_bucket(&mut || {}, |band, bucket, _| {
-                    for (j, &(_, y)) in bucket.iter().enumerate() {
-                        candidates += bucket[..j]
-                            .iter()
-                            .filter(|&&(_, x)| corpus.new_candidate(x as usize, y as usize, band))
+                    near.gather(&corpus, band, bucket.iter().map(|&(_, t)| t))?;
+                    for j in 0..bucket.len() {
+                        candidates += (0..j)
+                            .filter(|&i| near.candidate(i, j, corpus.min_matches))
                             .count();
                     }
                     Ok(())
