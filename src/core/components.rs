@@ -1,6 +1,7 @@
 //! Connected components of an edge list, for grouping near-duplicate pairs into clusters.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::capacity::{filled, push, reserve, reserve_map, CapacityError};
 
@@ -56,6 +57,67 @@ impl UnionFind {
     fn size_of(&mut self, x: usize) -> u32 {
         let root = self.root(x);
         self.size[root]
+    }
+}
+
+/// Union-find over nodes `0..n` that threads share: a root is linked under the smaller of the
+/// two roots by compare-and-swap, and paths are halved as they are walked (each halving a
+/// compare-and-swap that may fail harmlessly). Unions may run in any order on any thread; the
+/// sets once every union has returned are those of the unions, as with [`UnionFind`]. A root
+/// read while other threads join sets may be out of date, never wrong about two nodes it
+/// reports joined.
+pub struct SharedUnionFind {
+    parent: Vec<AtomicU32>,
+}
+
+impl SharedUnionFind {
+    pub fn try_new(n: usize) -> Result<SharedUnionFind, CapacityError> {
+        let mut parent = Vec::new();
+        reserve(&mut parent, n, "the clusters")?;
+        parent.extend((0..n as u32).map(AtomicU32::new));
+        Ok(SharedUnionFind { parent })
+    }
+
+    pub fn root(&self, x: usize) -> usize {
+        let mut x = x as u32;
+        loop {
+            let p = self.parent[x as usize].load(Ordering::Relaxed);
+            if p == x {
+                return x as usize;
+            }
+            let grandparent = self.parent[p as usize].load(Ordering::Relaxed);
+            if grandparent != p {
+                let _ = self.parent[x as usize].compare_exchange_weak(
+                    p,
+                    grandparent,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            x = grandparent;
+        }
+    }
+
+    pub fn union(&self, a: usize, b: usize) {
+        loop {
+            let (a_root, b_root) = (self.root(a), self.root(b));
+            if a_root == b_root {
+                return;
+            }
+            let (low, high) = (a_root.min(b_root), a_root.max(b_root));
+            // links `high` only if it is still a root; else another thread moved it: retry
+            if self.parent[high]
+                .compare_exchange(
+                    high as u32,
+                    low as u32,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                return;
+            }
+        }
     }
 }
 

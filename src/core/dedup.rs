@@ -23,8 +23,9 @@ use std::collections::{BinaryHeap, HashMap};
 
 use super::bands::band_keys;
 use super::capacity::{filled, push, reserve, reserve_map, reserve_str, CapacityError};
-use super::components::UnionFind;
+use super::components::SharedUnionFind;
 use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
+use super::parallel;
 use super::params::{Banding, ClusterMode, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
 use super::sketch::{binomial_lower_quantile, SEARCH_SKETCH_MISS_PROBABILITY};
@@ -40,6 +41,9 @@ pub struct Search {
     pub shingling: Shingling,
     pub banding: Banding,
     pub threshold: f64,
+    /// Threads the search may run on at once (see `core::parallel`); 1 keeps it on the
+    /// calling thread.
+    pub threads: usize,
 }
 
 /// The smallest number of equal sketch bytes (out of `k`) a pair of similarity `threshold` or
@@ -60,7 +64,6 @@ pub struct Corpus {
     search: Search,
     /// Equal sketch bytes a candidate needs to be verified: [`min_sketch_matches`].
     min_matches: usize,
-    signer: Signer,
     /// Distinct texts, concatenated; `ends[t]` is where text `t` ends.
     text: String,
     ends: Vec<usize>,
@@ -74,6 +77,17 @@ pub struct Corpus {
     /// Distinct texts by a 64-bit hash of the text; a hit is confirmed byte for byte, and a
     /// different text with the same hash is simply stored as a text of its own.
     seen: HashMap<u64, u32>,
+}
+
+/// A verified pair of distinct texts, `(a, b, similarity)` with `a < b`.
+type TextPair = (u32, u32, f64);
+
+/// Rows signed by one task of [`Corpus::add_rows`].
+const SIGN_CHUNK: usize = 256;
+
+/// The hash distinct texts are found by.
+fn text_hash(text: &str) -> u64 {
+    mur3::murmurhash3_x64_128(text.as_bytes(), 0).0
 }
 
 /// What the corpus's memory holds; named in out-of-memory errors.
@@ -106,7 +120,6 @@ impl Corpus {
                 search.threshold,
                 SEARCH_SKETCH_MISS_PROBABILITY,
             ),
-            signer: Signer::default(),
             text: String::new(),
             ends: Vec::new(),
             keys: Vec::new(),
@@ -135,21 +148,81 @@ impl Corpus {
         text: &str,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<(), CapacityError> {
-        let hash = mur3::murmurhash3_x64_128(text.as_bytes(), 0).0;
-        if let Some(&t) = self.seen.get(&hash) {
-            if self.text_of(t as usize) == text {
-                return push(&mut self.copies, (t, id), CORPUS);
-            }
-        }
+        self.add_rows(&[(id, text)], check_interrupts)
+    }
+
+    /// Adds rows, in order, as [`Corpus::add`] adds each: the texts not seen before are signed
+    /// on the search's threads, [`SIGN_CHUNK`] rows to a task. On an error the rows before the
+    /// failing one are added.
+    pub fn add_rows(
+        &mut self,
+        rows: &[(i64, &str)],
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
         let Search {
             k,
             shingling,
-            banding,
+            threads,
             ..
         } = self.search;
-        let signature = self
-            .signer
-            .try_signature(text, k, shingling, check_interrupts)?;
+        // a copy of a text seen before needs no signature
+        let mut hashes: Vec<u64> = Vec::new();
+        let mut fresh: Vec<usize> = Vec::new();
+        reserve(&mut hashes, rows.len(), CORPUS)?;
+        reserve(&mut fresh, rows.len(), CORPUS)?;
+        for (i, &(_, text)) in rows.iter().enumerate() {
+            hashes.push(text_hash(text));
+            if self.copy_of(hashes[i], text).is_none() {
+                fresh.push(i);
+            }
+        }
+        let signed = parallel::run(
+            threads,
+            fresh.len().div_ceil(SIGN_CHUNK),
+            check_interrupts,
+            Signer::default,
+            |signer, chunk, check| {
+                fresh[chunk * SIGN_CHUNK..]
+                    .iter()
+                    .take(SIGN_CHUNK)
+                    .map(|&i| signer.try_signature(rows[i].1, k, shingling, check))
+                    .collect::<Result<Vec<_>, _>>()
+            },
+        )?;
+        let mut signatures = fresh
+            .iter()
+            .copied()
+            .zip(signed.into_iter().flatten())
+            .peekable();
+        for (i, &(id, text)) in rows.iter().enumerate() {
+            let signature = signatures.next_if(|(at, _)| *at == i).map(|(_, s)| s);
+            if let Some(t) = self.copy_of(hashes[i], text) {
+                // (a text first seen twice in one batch was signed for each; the first is kept)
+                push(&mut self.copies, (t, id), CORPUS)?;
+                continue;
+            }
+            let signature = signature.expect("a row not seen before was signed");
+            self.insert(id, text, hashes[i], &signature)?;
+        }
+        Ok(())
+    }
+
+    /// The distinct text `text` (of hash `hash`) is stored as, if it is.
+    fn copy_of(&self, hash: u64, text: &str) -> Option<u32> {
+        let &t = self.seen.get(&hash)?;
+        (self.text_of(t as usize) == text).then_some(t)
+    }
+
+    /// Stores a text not seen before with its signature and first row. On an error the corpus
+    /// is unchanged.
+    fn insert(
+        &mut self,
+        id: i64,
+        text: &str,
+        hash: u64,
+        signature: &[u32],
+    ) -> Result<(), CapacityError> {
+        let Search { k, banding, .. } = self.search;
         if signature.iter().all(|&v| v == EMPTY_SLOT) {
             return Ok(());
         }
@@ -167,40 +240,39 @@ impl Corpus {
         reserve_map(&mut self.seen, 1, CORPUS)?;
         self.text.push_str(text);
         self.ends.push(self.text.len());
-        self.keys.extend(band_keys(&signature, banding));
+        self.keys.extend(band_keys(signature, banding));
         self.sketch.extend(signature.iter().map(|&v| v as u8));
         self.first_row.push(id);
         self.seen.entry(hash).or_insert(t);
         Ok(())
     }
 
-    /// Visits every verified pair of distinct texts once: `(text a, text b, similarity)`.
+    /// Every verified pair of distinct texts once, as `(text a, text b, similarity)` with
+    /// `a < b`: a list per band, the pairs whose first shared band it is.
     fn verified_pairs(
         &self,
         check_interrupts: &mut dyn FnMut(),
-        mut emit: impl FnMut(usize, usize, f64) -> Result<(), CapacityError>,
-    ) -> Result<(), CapacityError> {
+    ) -> Result<Vec<Vec<TextPair>>, CapacityError> {
         let Search {
             shingling,
             threshold,
             ..
         } = self.search;
-        let mut sets = SetCache::try_new(self.distinct_texts())?;
-        let mut near = Bucket::default();
-        let mut countdown = Countdown::new();
-        self.for_each_bucket(check_interrupts, |band, bucket, check_interrupts| {
-            near.gather(self, band, bucket.iter().map(|&(_, t)| t))?;
+        self.for_each_bucket(check_interrupts, |work, found, band, bucket, check| {
+            work.near
+                .gather(self, band, bucket.iter().map(|&(_, t)| t))?;
             for j in 1..bucket.len() {
-                let y = bucket[j].1 as usize;
-                for i in 0..j {
-                    let x = bucket[i].1 as usize;
-                    countdown.tick(check_interrupts);
-                    if !near.candidate(i, j, self.min_matches) {
+                let y = bucket[j].1;
+                for (i, &(_, x)) in bucket[..j].iter().enumerate() {
+                    work.countdown.tick(check);
+                    if !work.near.candidate(i, j, self.min_matches) {
                         continue;
                     }
-                    let similarity = sets.jaccard(self, x, y, shingling, check_interrupts)?;
+                    let similarity = work
+                        .sets
+                        .jaccard(self, x as usize, y as usize, shingling, check)?;
                     if similarity >= threshold {
-                        emit(x.min(y), x.max(y), similarity)?;
+                        push(found, (x.min(y), x.max(y), similarity), CORPUS)?;
                     }
                 }
             }
@@ -208,31 +280,48 @@ impl Corpus {
         })
     }
 
-    /// Calls `f(band, bucket, check_interrupts)` for every bucket of two or more texts: the
-    /// texts sharing one band key, as `(key, text)` in text order.
-    fn for_each_bucket(
+    /// Calls `f(work, out, band, bucket, check)` for every bucket of two or more texts (the
+    /// texts sharing one band key, as `(key, text)` in text order) and returns each band's `out`
+    /// in band order. The bands are spread over the search's threads (see `core::parallel`);
+    /// each thread has its own `work` and `check`, and `out` is the band's own.
+    fn for_each_bucket<T: Send + Default>(
         &self,
         check_interrupts: &mut dyn FnMut(),
-        mut f: impl FnMut(usize, &[(u64, u32)], &mut dyn FnMut()) -> Result<(), CapacityError>,
-    ) -> Result<(), CapacityError> {
-        let bands = self.search.banding.bands;
-        let n = self.distinct_texts();
-        let mut order: Vec<(u64, u32)> = Vec::new();
-        reserve(&mut order, n, CORPUS)?;
-        let mut countdown = Countdown::new();
-        for band in 0..bands {
-            order.clear();
-            order.extend((0..n).map(|t| (self.keys[t * bands + band], t as u32)));
-            sort_by(&mut order, Ord::cmp, check_interrupts)?;
-            check_interrupts();
-            for bucket in order.chunk_by(|x, y| x.0 == y.0) {
-                countdown.tick(check_interrupts);
-                if bucket.len() >= 2 {
-                    f(band, bucket, check_interrupts)?;
+        f: impl Fn(
+                &mut BandWork,
+                &mut T,
+                usize,
+                &[(u64, u32)],
+                &mut dyn FnMut(),
+            ) -> Result<(), CapacityError>
+            + Sync,
+    ) -> Result<Vec<T>, CapacityError> {
+        let (bands, n) = (self.search.banding.bands, self.distinct_texts());
+        let threads = self.search.threads.max(1);
+        let cache_bytes = SHINGLE_CACHE_BYTES / threads.min(bands).max(1);
+        parallel::run(
+            threads,
+            bands,
+            check_interrupts,
+            || BandWork::new(cache_bytes),
+            |work, band, check| {
+                let mut order = std::mem::take(&mut work.order);
+                order.clear();
+                reserve(&mut order, n, CORPUS)?;
+                order.extend((0..n).map(|t| (self.keys[t * bands + band], t as u32)));
+                sort_by(&mut order, Ord::cmp, check)?;
+                check();
+                let mut out = T::default();
+                for bucket in order.chunk_by(|x, y| x.0 == y.0) {
+                    work.countdown.tick(check);
+                    if bucket.len() >= 2 {
+                        f(work, &mut out, band, bucket, check)?;
+                    }
                 }
-            }
-        }
-        Ok(())
+                work.order = order;
+                Ok(out)
+            },
+        )
     }
 
     /// Whether the signatures of texts `x` and `y` agree on enough low bytes to be verified
@@ -257,10 +346,15 @@ impl Corpus {
     ///
     /// Once a bucket is done, any two of its texts are connected or were verified and failed,
     /// so a pair that shares an earlier band is skipped, as in [`Corpus::verified_pairs`].
-    /// Returns the number of pairs verified exactly.
+    ///
+    /// The bands run at once on the search's threads, joining one shared union-find: a band
+    /// groups its buckets by the clusters joined so far by every band, which only saves it
+    /// verifications, and the argument above holds whatever the order (a pair skipped for an
+    /// earlier band is settled by that band's thread). Returns the number of pairs verified
+    /// exactly.
     fn connect(
         &self,
-        clusters: &mut UnionFind,
+        clusters: &SharedUnionFind,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<usize, CapacityError> {
         let Search {
@@ -269,62 +363,70 @@ impl Corpus {
             ..
         } = self.search;
         let n = self.distinct_texts();
-        let mut sets = SetCache::try_new(n)?;
-        let mut groups = Groups::try_new(n)?;
-        let mut near = Bucket::default();
-        let mut countdown = Countdown::new();
-        let mut verified = 0;
-        self.for_each_bucket(check_interrupts, |band, bucket, check_interrupts| {
-            if !groups.split(bucket, clusters, &mut countdown, check_interrupts)? {
-                return Ok(());
-            }
-            // the bucket's texts in group order: group g is `near`'s texts `groups.start[g]..`
-            near.gather(self, band, groups.texts.iter().copied())?;
-            // parts as (first group, last group) of a list linked through `groups.next`
-            for g in 0..groups.count() {
-                let (mut last, mut kept) = (g, 0);
-                for p in 0..groups.parts.len() {
-                    let (first, part_last) = groups.parts[p];
-                    let mut pair = None;
-                    'search: for j in groups.positions(g) {
-                        let mut h = first;
-                        loop {
-                            for i in groups.positions(h) {
-                                let (x, y) = (groups.texts[i] as usize, groups.texts[j] as usize);
-                                countdown.tick(check_interrupts);
-                                if !near.candidate(i, j, self.min_matches) {
-                                    continue;
+        let verified = self.for_each_bucket(
+            check_interrupts,
+            |work, verified: &mut usize, band, bucket, check| {
+                let BandWork {
+                    near,
+                    sets,
+                    groups,
+                    countdown,
+                    ..
+                } = work;
+                let groups = match groups {
+                    Some(groups) => groups,
+                    None => groups.insert(Groups::try_new(n)?),
+                };
+                if !groups.split(bucket, clusters, countdown, check)? {
+                    return Ok(());
+                }
+                // the bucket's texts in group order: group g is `near`'s texts `groups.start[g]..`
+                near.gather(self, band, groups.texts.iter().copied())?;
+                // parts as (first group, last group) of a list linked through `groups.next`
+                for g in 0..groups.count() {
+                    let (mut last, mut kept) = (g, 0);
+                    for p in 0..groups.parts.len() {
+                        let (first, part_last) = groups.parts[p];
+                        let mut pair = None;
+                        'search: for j in groups.positions(g) {
+                            let mut h = first;
+                            loop {
+                                for i in groups.positions(h) {
+                                    let (x, y) =
+                                        (groups.texts[i] as usize, groups.texts[j] as usize);
+                                    countdown.tick(check);
+                                    if !near.candidate(i, j, self.min_matches) {
+                                        continue;
+                                    }
+                                    *verified += 1;
+                                    if sets.jaccard(self, x, y, shingling, check)? >= threshold {
+                                        pair = Some((x, y));
+                                        break 'search;
+                                    }
                                 }
-                                verified += 1;
-                                if sets.jaccard(self, x, y, shingling, check_interrupts)?
-                                    >= threshold
-                                {
-                                    pair = Some((x, y));
-                                    break 'search;
+                                if h == part_last {
+                                    break;
                                 }
+                                h = groups.next[h] as usize;
                             }
-                            if h == part_last {
-                                break;
-                            }
-                            h = groups.next[h] as usize;
+                        }
+                        if let Some((x, y)) = pair {
+                            clusters.union(x, y);
+                            groups.next[last] = first as u32;
+                            last = part_last;
+                        } else {
+                            groups.parts[kept] = groups.parts[p];
+                            kept += 1;
                         }
                     }
-                    if let Some((x, y)) = pair {
-                        clusters.union(x, y);
-                        groups.next[last] = first as u32;
-                        last = part_last;
-                    } else {
-                        groups.parts[kept] = groups.parts[p];
-                        kept += 1;
-                    }
+                    groups.parts.truncate(kept);
+                    // room for every group was reserved by `split`
+                    groups.parts.push((g, last));
                 }
-                groups.parts.truncate(kept);
-                // room for every group was reserved by `split`
-                groups.parts.push((g, last));
-            }
-            Ok(())
-        })?;
-        Ok(verified)
+                Ok(())
+            },
+        )?;
+        Ok(verified.into_iter().sum())
     }
 
     /// Gives every row the id `new_id(id)`. The search's order stays the order rows were added
@@ -372,7 +474,7 @@ impl Corpus {
         let (n, bands) = (self.distinct_texts(), banding.bands);
         let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
         self.keys = Vec::new();
-        let mut sets = SetCache::try_new(n)?;
+        let mut sets = SetCache::new(SHINGLE_CACHE_BYTES);
         let mut kept_by = filled(n, NONE, CORPUS)?;
         let mut countdown = Countdown::new();
         for t in 0..n {
@@ -487,22 +589,19 @@ impl Corpus {
     ) -> Result<Pairs<F>, CapacityError> {
         let n = self.distinct_texts();
         // the verified pairs of distinct texts, as an adjacency list per text
-        let mut verified: Vec<(u32, u32, f64)> = Vec::new();
-        self.verified_pairs(&mut check_interrupts, |x, y, s| {
-            push(&mut verified, (x as u32, y as u32, s), CORPUS)
-        })?;
+        let verified = self.verified_pairs(&mut check_interrupts)?;
         let mut neighbour_offsets = filled(n + 1, 0usize, CORPUS)?;
-        for &(x, y, _) in &verified {
+        for &(x, y, _) in verified.iter().flatten() {
             neighbour_offsets[x as usize + 1] += 1;
             neighbour_offsets[y as usize + 1] += 1;
         }
         for t in 0..n {
             neighbour_offsets[t + 1] += neighbour_offsets[t];
         }
-        let mut neighbours = filled(2 * verified.len(), (0u32, 0f64), CORPUS)?;
+        let mut neighbours = filled(neighbour_offsets[n], (0u32, 0f64), CORPUS)?;
         let mut fill = filled(n, 0usize, CORPUS)?;
         fill.copy_from_slice(&neighbour_offsets[..n]);
-        for &(x, y, s) in &verified {
+        for &(x, y, s) in verified.iter().flatten() {
             for (from, to) in [(x, y), (y, x)] {
                 neighbours[fill[from as usize]] = (to, s);
                 fill[from as usize] += 1;
@@ -545,8 +644,8 @@ impl Corpus {
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<Vec<(i64, i64)>, CapacityError> {
         let n = self.distinct_texts();
-        let mut uf = UnionFind::try_new(n)?;
-        self.connect(&mut uf, check_interrupts)?;
+        let uf = SharedUnionFind::try_new(n)?;
+        self.connect(&uf, check_interrupts)?;
         let (_, offsets, ids) = self.rows_by_text(check_interrupts)?;
         let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
         // per root: smallest id and number of rows in the cluster
@@ -692,7 +791,7 @@ impl Groups {
     fn split(
         &mut self,
         bucket: &[(u64, u32)],
-        clusters: &mut UnionFind,
+        clusters: &SharedUnionFind,
         countdown: &mut Countdown,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<bool, CapacityError> {
@@ -909,18 +1008,44 @@ fn equal_bytes(a: &[u8], b: &[u8]) -> usize {
             .count()
 }
 
-/// Shingle sets of the texts being verified, each built once while it fits the byte budget.
+/// What one thread of a bucket pass keeps from bucket to bucket (see
+/// [`Corpus::for_each_bucket`]): the band's texts by key, the bucket being decided, the shingle
+/// sets built so far, and for clustering the groups of a bucket.
+struct BandWork {
+    order: Vec<(u64, u32)>,
+    near: Bucket,
+    sets: SetCache,
+    groups: Option<Groups>,
+    countdown: Countdown,
+}
+
+impl BandWork {
+    fn new(cache_bytes: usize) -> BandWork {
+        BandWork {
+            order: Vec::new(),
+            near: Bucket::default(),
+            sets: SetCache::new(cache_bytes),
+            groups: None,
+            countdown: Countdown::new(),
+        }
+    }
+}
+
+/// Shingle sets of the texts being verified, each built once while they fit `budget` bytes;
+/// when the next one does not, the cache starts over.
 struct SetCache {
-    sets: Vec<Option<ShingleSet>>,
+    sets: HashMap<u32, ShingleSet>,
     bytes: usize,
+    budget: usize,
 }
 
 impl SetCache {
-    fn try_new(n: usize) -> Result<SetCache, CapacityError> {
-        let mut sets = Vec::new();
-        reserve(&mut sets, n, CORPUS)?;
-        sets.resize_with(n, || None);
-        Ok(SetCache { sets, bytes: 0 })
+    fn new(budget: usize) -> SetCache {
+        SetCache {
+            sets: HashMap::new(),
+            bytes: 0,
+            budget,
+        }
     }
 
     fn load(
@@ -930,15 +1055,16 @@ impl SetCache {
         shingling: Shingling,
         check: &mut dyn FnMut(),
     ) -> Result<(), CapacityError> {
-        if self.sets[t].is_none() {
+        if !self.sets.contains_key(&(t as u32)) {
             let set = ShingleSet::try_new(corpus.text_of(t), shingling, check)?;
-            let size = set.heap_bytes();
-            if self.bytes + size > SHINGLE_CACHE_BYTES {
-                self.sets.iter_mut().for_each(|s| *s = None);
+            let size = set.heap_bytes() + std::mem::size_of::<(u32, ShingleSet)>();
+            if self.bytes + size > self.budget {
+                self.sets = HashMap::new();
                 self.bytes = 0;
             }
+            reserve_map(&mut self.sets, 1, CORPUS)?;
             self.bytes += size;
-            self.sets[t] = Some(set);
+            self.sets.insert(t as u32, set);
         }
         Ok(())
     }
@@ -953,11 +1079,11 @@ impl SetCache {
     ) -> Result<f64, CapacityError> {
         self.load(corpus, x, shingling, check)?;
         self.load(corpus, y, shingling, check)?;
-        Ok(match (&self.sets[x], &self.sets[y]) {
-            (Some(a), Some(b)) => a.jaccard(b),
+        let b = &self.sets[&(y as u32)];
+        Ok(match self.sets.get(&(x as u32)) {
+            Some(a) => a.jaccard(b),
             // loading y started the cache over and dropped x
-            _ => ShingleSet::try_new(corpus.text_of(x), shingling, check)?
-                .jaccard(self.sets[y].as_ref().expect("just loaded")),
+            None => ShingleSet::try_new(corpus.text_of(x), shingling, check)?.jaccard(b),
         })
     }
 }
@@ -975,6 +1101,7 @@ mod tests {
             shingling: Shingling::new(5, "char").unwrap(),
             banding: Banding::new(128, 16, Some(6)).unwrap(),
             threshold,
+            threads: 1,
         }
     }
 
@@ -1077,28 +1204,61 @@ mod tests {
 
     fn load(docs: &[String], s: Search) -> Corpus {
         let mut corpus = Corpus::new(s);
-        for (id, d) in docs.iter().enumerate() {
-            corpus.add(id as i64, d, &mut || {}).unwrap();
+        if s.threads <= 1 {
+            for (id, d) in docs.iter().enumerate() {
+                corpus.add(id as i64, d, &mut || {}).unwrap();
+            }
+        } else {
+            // in batches, as the database layer adds them, signed on the threads
+            let rows: Vec<(i64, &str)> = docs
+                .iter()
+                .enumerate()
+                .map(|(id, d)| (id as i64, d.as_str()))
+                .collect();
+            for batch in rows.chunks(1000) {
+                corpus.add_rows(batch, &mut || {}).unwrap();
+            }
         }
         corpus
     }
 
+    /// The search of `threshold` on `threads` threads.
+    fn on_threads(threshold: f64, threads: usize) -> Search {
+        Search {
+            threads,
+            ..search(threshold)
+        }
+    }
+
     #[test]
     fn same_pairs_as_verifying_every_candidate() {
-        for (seed, threshold) in [(1, 0.8), (2, 0.5), (3, 0.95), (4, 1.0)] {
+        for (seed, threshold, threads) in [
+            (1, 0.8, 1),
+            (2, 0.5, 1),
+            (3, 0.95, 1),
+            (4, 1.0, 1),
+            (1, 0.8, 3),
+            (2, 0.5, 2),
+        ] {
             let docs = corpus_texts(700, seed);
-            let s = search(threshold);
+            let s = on_threads(threshold, threads);
             let ours = load(&docs, s)
                 .duplicates(|| {})
                 .unwrap()
                 .collect::<Vec<_>>();
             let reference = reference_pairs(&docs, s);
             assert!(reference.len() > 40, "{} pairs", reference.len());
-            assert_eq!(ours, reference, "seed {seed} threshold {threshold}");
+            assert_eq!(
+                ours, reference,
+                "seed {seed} threshold {threshold} threads {threads}"
+            );
             let mut clusters = load(&docs, s).clusters(&mut || {}).unwrap();
             let expected = components(ours.iter().map(|&(a, b, _)| (a, b)));
             clusters.sort_unstable_by_key(|&(id, c)| (c, id));
-            assert_eq!(clusters, expected, "seed {seed} threshold {threshold}");
+            assert_eq!(
+                clusters, expected,
+                "seed {seed} threshold {threshold} threads {threads}"
+            );
         }
     }
 
@@ -1187,6 +1347,16 @@ mod tests {
             let mut clusters = load(&docs, s).clusters(&mut || {}).unwrap();
             clusters.sort_unstable_by_key(|&(id, c)| (c, id));
             assert_eq!(clusters, expected, "threshold {threshold}");
+            // the same on three threads, whatever order the bands are taken in
+            let parallel = on_threads(threshold, 3);
+            let pairs = load(&docs, parallel)
+                .duplicates(|| {})
+                .unwrap()
+                .collect::<Vec<_>>();
+            assert_eq!(pairs, reference, "threshold {threshold} on threads");
+            let mut clusters = load(&docs, parallel).clusters(&mut || {}).unwrap();
+            clusters.sort_unstable_by_key(|&(id, c)| (c, id));
+            assert_eq!(clusters, expected, "threshold {threshold} on threads");
             let distinct_clusters = expected.chunk_by(|x, y| x.1 == y.1).count();
             assert!(
                 distinct_clusters > 4,
@@ -1195,21 +1365,25 @@ mod tests {
 
             // clusters verify a fraction of the candidates that listing every pair verifies
             let corpus = load(&docs, s);
-            let mut candidates = 0;
-            let mut near = Bucket::default();
-            corpus
-                .for_each_bucket(&mut || {}, |band, bucket, _| {
-                    near.gather(&corpus, band, bucket.iter().map(|&(_, t)| t))?;
-                    for j in 0..bucket.len() {
-                        candidates += (0..j)
-                            .filter(|&i| near.candidate(i, j, corpus.min_matches))
-                            .count();
-                    }
-                    Ok(())
-                })
-                .unwrap();
-            let mut uf = UnionFind::try_new(n).unwrap();
-            let verified = corpus.connect(&mut uf, &mut || {}).unwrap();
+            let candidates: usize = corpus
+                .for_each_bucket(
+                    &mut || {},
+                    |work, candidates: &mut usize, band, bucket, _| {
+                        work.near
+                            .gather(&corpus, band, bucket.iter().map(|&(_, t)| t))?;
+                        for j in 0..bucket.len() {
+                            *candidates += (0..j)
+                                .filter(|&i| work.near.candidate(i, j, corpus.min_matches))
+                                .count();
+                        }
+                        Ok(())
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .sum();
+            let uf = SharedUnionFind::try_new(n).unwrap();
+            let verified = corpus.connect(&uf, &mut || {}).unwrap();
             assert!(
                 verified * ratio <= candidates,
                 "{verified} of {candidates} candidates verified at {threshold}"
@@ -1233,8 +1407,8 @@ mod tests {
         }
         let n = corpus.distinct_texts();
         assert_eq!(n, 20_000);
-        let mut uf = UnionFind::try_new(n).unwrap();
-        assert_eq!(corpus.connect(&mut uf, &mut || {}).unwrap(), n - 1);
+        let uf = SharedUnionFind::try_new(n).unwrap();
+        assert_eq!(corpus.connect(&uf, &mut || {}).unwrap(), n - 1);
         let clusters = corpus.clusters(&mut || {}).unwrap();
         assert_eq!(clusters.len(), 20_000);
         assert!(clusters.iter().all(|&(_, c)| c == 0));

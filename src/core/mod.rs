@@ -15,6 +15,7 @@ pub mod hash;
 pub mod jaccard;
 pub mod nearest;
 pub mod normalize;
+pub mod parallel;
 pub mod params;
 pub mod shingle;
 pub mod signature;

@@ -17,6 +17,20 @@ pub(crate) fn interrupts() {
     pgrx::check_for_interrupts!();
 }
 
+/// Threads a whole-table search may run on: this backend and, as a parallel query of the
+/// session would have them, `max_parallel_workers_per_gather` more, at most
+/// `max_parallel_workers` (the threads are the backend's own and take no worker from the pool).
+pub(crate) fn search_threads() -> usize {
+    // SAFETY: reads two integer settings of this backend.
+    let (per_gather, total) = unsafe {
+        (
+            pgrx::pg_sys::max_parallel_workers_per_gather,
+            pgrx::pg_sys::max_parallel_workers,
+        )
+    };
+    1 + usize::try_from(per_gather.min(total)).unwrap_or(0)
+}
+
 /// Whether the transaction reads under one snapshot from its first statement on (REPEATABLE
 /// READ, SERIALIZABLE) rather than one per statement (READ COMMITTED).
 pub(crate) fn uses_transaction_snapshot() -> bool {

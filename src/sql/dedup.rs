@@ -10,7 +10,7 @@ use pgrx::{AnyArray, AnyElement, PgSqlErrorCode};
 use crate::core::components::try_components;
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::{check_k, check_threshold, default_banding, ClusterMode, Shingling};
-use crate::pg::backend::interrupts;
+use crate::pg::backend::{interrupts, search_threads};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
 use crate::sql::array_arg;
@@ -71,6 +71,7 @@ fn array_search(threshold: f64, k: i32, ngram: i32, unit: &str) -> Search {
         shingling,
         banding,
         threshold,
+        threads: search_threads(),
     }
 }
 
@@ -109,6 +110,7 @@ fn load_arrays(
     let mut corpus = Corpus::new(search);
     // SAFETY: reading the backend's current memory context: the function's multi-call one.
     let mut ids = Ids::new(elemtype, collation, unsafe { pg_sys::CurrentMemoryContext });
+    let mut rows: Vec<(i64, &str)> = Vec::new();
     for i in 0..id_values.len() {
         let text = (!text_nulls[i]).then(|| {
             // SAFETY: a non-NULL element of a text[] array.
@@ -126,11 +128,14 @@ fn load_arrays(
         }
         let position = ids.push(id_values[i]);
         if let Some(text) = text {
-            corpus.add(position, text, &mut interrupts).or_raise();
+            rows.push((position, text));
         }
         if i % 65_536 == 0 {
             interrupts();
         }
+    }
+    for batch in rows.chunks(65_536) {
+        corpus.add_rows(batch, &mut interrupts).or_raise();
     }
     by_rank(&mut corpus, &mut ids);
     (corpus, ids)

@@ -7,7 +7,7 @@ use pgrx::{AnyElement, PgSqlErrorCode};
 
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::ClusterMode;
-use crate::pg::backend::interrupts;
+use crate::pg::backend::{interrupts, search_threads};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
 use crate::pg::names::{equality_operator, type_name};
@@ -185,11 +185,15 @@ fn load_corpus(
         threshold,
     ));
     for_each_batch(rows_query, |table| {
+        let mut rows: Vec<(i64, &str)> = Vec::new();
         for_each_text_row(table, |id, text| {
             // SAFETY: the rows query selects the id as int8, not NULL here.
             let id = unsafe { i64::from_datum(id, false) }.expect("not NULL");
-            corpus.add(id, text, &mut interrupts).or_raise()
-        })
+            rows.push((id, text));
+        })?;
+        // (the texts are the batch's, valid until its SPI session ends, after this call)
+        corpus.add_rows(&rows, &mut interrupts).or_raise();
+        Ok(())
     });
     corpus
 }
@@ -227,10 +231,10 @@ fn load_keyed_corpus(
             Some(ids) => ids,
             None => ids.insert(Ids::new(id_type, id_collation(&table, id_type)?, context)),
         };
-        for_each_text_row(table, |id, text| {
-            let position = ids.push(id);
-            corpus.add(position, text, &mut interrupts).or_raise();
-        })
+        let mut rows: Vec<(i64, &str)> = Vec::new();
+        for_each_text_row(table, |id, text| rows.push((ids.push(id), text)))?;
+        corpus.add_rows(&rows, &mut interrupts).or_raise();
+        Ok(())
     });
     let mut ids = ids.unwrap_or_else(|| Ids::new(id_type, pg_sys::InvalidOid, context));
     by_rank(&mut corpus, &mut ids);
@@ -316,5 +320,6 @@ fn index_search(
         shingling,
         banding,
         threshold,
+        threads: search_threads(),
     }
 }

@@ -23,16 +23,17 @@ pub(in crate::index) fn for_each_spi_row(
 }
 
 /// Calls `f(id, text)` for each row of an SPI result of `(id, text)` rows, skipping rows where
-/// either is NULL. Both are borrowed from the SPI memory context, not copied.
-pub(in crate::index) fn for_each_text_row(
-    table: pgrx::spi::SpiTupleTable<'_>,
-    mut f: impl FnMut(pg_sys::Datum, &str),
+/// either is NULL. Both are borrowed from the SPI memory context, not copied: the texts stay
+/// valid while the SPI session of `table` lasts (`'conn`).
+pub(in crate::index) fn for_each_text_row<'conn>(
+    table: pgrx::spi::SpiTupleTable<'conn>,
+    mut f: impl FnMut(pg_sys::Datum, &'conn str),
 ) -> pgrx::spi::Result<()> {
     for_each_spi_row(table, |row| {
         if let (Some(id), Some(text)) = (row.get_datum_by_ordinal(1)?, row.get_datum_by_ordinal(2)?)
         {
-            // SAFETY: column 2 is a text datum (the queries cast it), not NULL, in the SPI
-            // memory context, which outlives this call.
+            // SAFETY: column 2 is a text datum (the queries cast it), not NULL; it and any
+            // detoasted copy are in the SPI session's memory, freed when the session ends.
             let text = unsafe { <&str as FromDatum>::from_datum(text, false) };
             f(id, text.expect("not NULL"));
         }

@@ -1,0 +1,234 @@
+//! Work split over threads of the calling process: the pure-Rust parts of a whole-table search
+//! (signing rows, sorting and deciding the buckets of a band) on every core the caller allows.
+//!
+//! The calling thread runs no task when there are helpers: it waits, and calls the caller's
+//! `check_interrupts` every few milliseconds, so a cancel is served by the thread PostgreSQL
+//! expects. If that call does not return (an error unwinds through it), the helpers are told to
+//! stop, and they stop within one of their own interrupt ticks; the scope then joins them
+//! before the unwind goes on. A task's error stops the other tasks the same way and is returned.
+//! Helpers start with every signal blocked, so that the process's signal handlers keep running
+//! on the calling thread only. Tasks must not call into PostgreSQL.
+
+use std::any::Any;
+use std::panic::{resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How often the waiting thread checks for interrupts.
+const WAIT: Duration = Duration::from_millis(5);
+
+/// The unwind payload of a helper told to stop; never seen outside [`run`].
+struct Halted;
+
+/// Runs `task(state, i, check)` for every `i` in `0..tasks` and returns the results in task
+/// order, or the first error. With `threads` <= 1 (or a single task) everything runs on the
+/// calling thread, with `check_interrupts` as each task's `check`; otherwise on `threads`
+/// helper threads, each with its own `state` from `init`, taking tasks in order.
+pub fn run<S, T, E>(
+    threads: usize,
+    tasks: usize,
+    check_interrupts: &mut dyn FnMut(),
+    init: impl Fn() -> S + Sync,
+    task: impl Fn(&mut S, usize, &mut dyn FnMut()) -> Result<T, E> + Sync,
+) -> Result<Vec<T>, E>
+where
+    T: Send,
+    E: Send,
+{
+    let threads = threads.min(tasks);
+    if threads <= 1 {
+        let mut state = init();
+        return (0..tasks)
+            .map(|i| task(&mut state, i, check_interrupts))
+            .collect();
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel::<(usize, Result<T, E>)>();
+    let mut results: Vec<Option<T>> = (0..tasks).map(|_| None).collect();
+    let outcome: Result<(), E> = std::thread::scope(|scope| {
+        // told to stop on every way out of this closure, an unwind from check_interrupts too
+        let _stop_on_exit = StopOnDrop(&stop);
+        let (next, stop, init, task) = (&next, &stop, &init, &task);
+        with_signals_blocked(|| {
+            for _ in 0..threads {
+                let sender = sender.clone();
+                scope.spawn(move || helper(next, stop, tasks, init, task, sender));
+            }
+        });
+        drop(sender);
+        let mut received = 0;
+        while received < tasks {
+            match receiver.recv_timeout(WAIT) {
+                Ok((i, Ok(value))) => {
+                    results[i] = Some(value);
+                    received += 1;
+                }
+                Ok((_, Err(e))) => return Err(e),
+                Err(mpsc::RecvTimeoutError::Timeout) => check_interrupts(),
+                // every helper has ended: they send every task they take, so only a helper
+                // that stopped early ends before all are received, and none stops unasked
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        Ok(())
+    });
+    outcome?;
+    Ok(results
+        .into_iter()
+        .map(|r| r.expect("every task sent its result"))
+        .collect())
+}
+
+/// A helper thread: takes tasks until none is left or it is told to stop.
+fn helper<S, T, E>(
+    next: &AtomicUsize,
+    stop: &AtomicBool,
+    tasks: usize,
+    init: &(impl Fn() -> S + Sync),
+    task: &(impl Fn(&mut S, usize, &mut dyn FnMut()) -> Result<T, E> + Sync),
+    sender: mpsc::Sender<(usize, Result<T, E>)>,
+) {
+    let mut check = || {
+        if stop.load(Ordering::Relaxed) {
+            // (resume_unwind runs no panic hook: a stop is not an error to report)
+            resume_unwind(Box::new(Halted));
+        }
+    };
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut state = init();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= tasks || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let result = task(&mut state, i, &mut check);
+            let failed = result.is_err();
+            if sender.send((i, result)).is_err() || failed {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }));
+    if let Err(payload) = ran {
+        stop.store(true, Ordering::Relaxed);
+        if !is_halt(&*payload) {
+            // a bug: let the scope re-raise it on the calling thread
+            resume_unwind(payload);
+        }
+    }
+}
+
+fn is_halt(payload: &(dyn Any + Send)) -> bool {
+    payload.is::<Halted>()
+}
+
+/// Sets the flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs `f` with every signal blocked on the calling thread (threads it starts inherit the
+/// mask), and restores the mask after.
+fn with_signals_blocked(f: impl FnOnce()) {
+    #[cfg(unix)]
+    {
+        // SAFETY: sigfillset fills a set we own; pthread_sigmask changes only this thread's
+        // mask, and the old mask is put back below.
+        let old = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+            old
+        };
+        let _restore = Restore(old);
+        f();
+        struct Restore(libc::sigset_t);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                // SAFETY: puts back the mask this thread had.
+                unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    f();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_in_task_order_on_any_number_of_threads() {
+        for threads in [0, 1, 2, 5] {
+            let out: Result<Vec<usize>, ()> = run(
+                threads,
+                37,
+                &mut || {},
+                || 0usize,
+                |seen, i, _| {
+                    *seen += 1;
+                    Ok(i * i)
+                },
+            );
+            assert_eq!(out.unwrap(), (0..37).map(|i| i * i).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn an_error_stops_the_run() {
+        let out: Result<Vec<()>, usize> = run(
+            3,
+            1000,
+            &mut || {},
+            || (),
+            |_, i, check| {
+                check();
+                if i == 7 {
+                    Err(i)
+                } else {
+                    std::thread::sleep(Duration::from_micros(100));
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!(out.unwrap_err(), 7);
+    }
+
+    #[test]
+    fn an_unwinding_interrupt_check_stops_the_helpers() {
+        let started = AtomicUsize::new(0);
+        let mut calls = 0;
+        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let _: Result<Vec<()>, ()> = run(
+                2,
+                1_000_000,
+                &mut || {
+                    calls += 1;
+                    if calls == 3 {
+                        resume_unwind(Box::new("cancelled"));
+                    }
+                },
+                || (),
+                |_, _, check| {
+                    started.fetch_add(1, Ordering::Relaxed);
+                    loop {
+                        check();
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                },
+            );
+        }));
+        let payload = caught.unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"cancelled"));
+        // each helper took one task and stopped inside it
+        assert_eq!(started.load(Ordering::Relaxed), 2);
+    }
+}
