@@ -103,10 +103,18 @@ impl Countdown {
 
     #[inline(always)]
     fn tick(&mut self, check_interrupts: &mut dyn FnMut()) {
-        self.0 -= 1;
-        if self.0 == 0 {
-            self.0 = INTERRUPT_EVERY;
-            check_interrupts();
+        self.tick_by(1, check_interrupts);
+    }
+
+    /// Counts `n` calls at once.
+    #[inline(always)]
+    fn tick_by(&mut self, n: usize, check_interrupts: &mut dyn FnMut()) {
+        match self.0.checked_sub(u32::try_from(n).unwrap_or(u32::MAX)) {
+            Some(left) if left > 0 => self.0 = left,
+            _ => {
+                self.0 = INTERRUPT_EVERY;
+                check_interrupts();
+            }
         }
     }
 }
@@ -259,18 +267,19 @@ impl Corpus {
             ..
         } = self.search;
         self.for_each_bucket(check_interrupts, |work, found, band, bucket, check| {
-            work.near
-                .gather(self, band, bucket.iter().map(|&(_, t)| t))?;
-            for j in 1..bucket.len() {
-                let y = bucket[j].1;
-                for (i, &(_, x)) in bucket[..j].iter().enumerate() {
-                    work.countdown.tick(check);
-                    if !work.near.candidate(i, j, self.min_matches) {
-                        continue;
-                    }
-                    let similarity = work
-                        .sets
-                        .jaccard(self, x as usize, y as usize, shingling, check)?;
+            let BandWork {
+                near,
+                sets,
+                countdown,
+                ..
+            } = work;
+            near.gather(self, band, bucket.iter().map(|&(_, t)| t))?;
+            for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
+                countdown.tick_by(j, check);
+                for &i in near.candidates(self, j, 0..j, self.min_matches) {
+                    let x = bucket[i as usize].1;
+                    let similarity =
+                        sets.jaccard(self, x as usize, y as usize, shingling, check)?;
                     if similarity >= threshold {
                         push(found, (x.min(y), x.max(y), similarity), CORPUS)?;
                     }
@@ -324,12 +333,26 @@ impl Corpus {
         )
     }
 
+    /// Whether texts `x` and `y` share the key of a band before `band`.
+    fn share_band_before(&self, x: usize, y: usize, band: usize) -> bool {
+        let bands = self.search.banding.bands;
+        let (kx, ky) = (
+            &self.keys[x * bands..][..band],
+            &self.keys[y * bands..][..band],
+        );
+        kx.iter().zip(ky).any(|(a, b)| a == b)
+    }
+
     /// Whether the signatures of texts `x` and `y` agree on enough low bytes to be verified
     /// (see [`min_sketch_matches`]).
     #[inline]
     fn sketches_agree(&self, x: usize, y: usize) -> bool {
         let k = self.search.k;
-        equal_bytes(&self.sketch[x * k..][..k], &self.sketch[y * k..][..k]) >= self.min_matches
+        equal_bytes(
+            &self.sketch[x * k..][..k],
+            &self.sketch[y * k..][..k],
+            false,
+        ) >= self.min_matches
     }
 
     /// Joins in `clusters` the texts of every verified pair, up to connectivity: the clusters
@@ -391,13 +414,13 @@ impl Corpus {
                         'search: for j in groups.positions(g) {
                             let mut h = first;
                             loop {
-                                for i in groups.positions(h) {
-                                    let (x, y) =
-                                        (groups.texts[i] as usize, groups.texts[j] as usize);
-                                    countdown.tick(check);
-                                    if !near.candidate(i, j, self.min_matches) {
-                                        continue;
-                                    }
+                                let range = groups.positions(h);
+                                countdown.tick_by(range.len(), check);
+                                for &i in near.candidates(self, j, range, self.min_matches) {
+                                    let (x, y) = (
+                                        groups.texts[i as usize] as usize,
+                                        groups.texts[j] as usize,
+                                    );
                                     *verified += 1;
                                     if sets.jaccard(self, x, y, shingling, check)? >= threshold {
                                         pair = Some((x, y));
@@ -908,70 +931,95 @@ impl BucketIndex {
     }
 }
 
-/// The texts of one bucket with what deciding their candidate pairs reads, copied side by side:
-/// the keys of the bands before the bucket's and the sketch of each text. A text's keys and
-/// sketch are one or two cache misses away in a large corpus; copied once per bucket, the m(m-1)/2
-/// pairs of a crowded bucket of m texts are decided in cache, a few nanoseconds each, where
-/// reading them in place cost a miss or more per pair. The space is reused from bucket to bucket.
+/// The texts of one bucket with their sketches copied side by side. A text's sketch is a cache
+/// miss or two away in a large corpus; copied once per bucket, the m(m-1)/2 pairs of a crowded
+/// bucket of m texts are compared in cache, a few nanoseconds each, where reading the sketches
+/// in place cost a miss or more per pair. Nearly every pair of a crowded bucket is told apart
+/// by its sketch; only the few that agree read their keys (for the earlier bands) in place.
+/// The space is reused from bucket to bucket.
 #[derive(Default)]
 struct Bucket {
-    /// Keys of the bands before the bucket's, `earlier` per text.
-    keys: Vec<u64>,
-    earlier: usize,
+    texts: Vec<u32>,
+    band: usize,
     /// Sketch bytes, `k` per text.
     sketch: Vec<u8>,
     k: usize,
+    /// Whether the CPU compares 64 bytes at once (see [`equal_bytes`]).
+    wide: bool,
+    /// The positions [`Bucket::agreeing`] found last.
+    agree: Vec<u32>,
 }
 
 impl Bucket {
-    /// Copies in the keys and sketches of `texts`, a bucket of `band`, in the order given.
+    /// Copies in the sketches of `texts`, a bucket of `band`, in the order given.
     fn gather(
         &mut self,
         corpus: &Corpus,
         band: usize,
         texts: impl ExactSizeIterator<Item = u32> + Clone,
     ) -> Result<(), CapacityError> {
-        let (bands, k) = (corpus.search.banding.bands, corpus.search.k);
+        let k = corpus.search.k;
         let m = texts.len();
-        self.keys.clear();
+        self.texts.clear();
         self.sketch.clear();
-        reserve(&mut self.keys, m.saturating_mul(band), CORPUS)?;
+        reserve(&mut self.texts, m, CORPUS)?;
+        reserve(&mut self.agree, m, CORPUS)?;
         reserve(&mut self.sketch, m.saturating_mul(k), CORPUS)?;
         // the texts of a bucket lie anywhere in the corpus: their lines are asked for a few
         // texts ahead, so that the misses overlap instead of following one another
         let mut ahead = texts.clone().skip(GATHER_AHEAD);
         for t in texts {
             if let Some(u) = ahead.next() {
-                let u = u as usize;
-                prefetch(&corpus.keys[u * bands..][..band]);
-                prefetch(&corpus.sketch[u * k..][..k]);
+                prefetch(&corpus.sketch[u as usize * k..][..k]);
             }
-            let t = t as usize;
-            self.keys
-                .extend_from_slice(&corpus.keys[t * bands..][..band]);
-            self.sketch.extend_from_slice(&corpus.sketch[t * k..][..k]);
+            self.texts.push(t);
+            self.sketch
+                .extend_from_slice(&corpus.sketch[t as usize * k..][..k]);
         }
-        (self.earlier, self.k) = (band, k);
+        (self.band, self.k, self.wide) = (band, k, wide_compares());
         Ok(())
     }
 
-    /// Whether the texts at positions `i` and `j` are a candidate pair to verify in this band:
-    /// they share no earlier band (where they were looked at already), and their sketches
-    /// agree on at least `min_matches` bytes (see [`min_sketch_matches`]).
-    #[inline]
-    fn candidate(&self, i: usize, j: usize, min_matches: usize) -> bool {
-        let e = self.earlier;
-        let (ki, kj) = (&self.keys[i * e..][..e], &self.keys[j * e..][..e]);
-        !ki.iter().zip(kj).any(|(a, b)| a == b)
-            && equal_bytes(
-                &self.sketch[i * self.k..][..self.k],
-                &self.sketch[j * self.k..][..self.k],
-            ) >= min_matches
+    /// The positions `i` in `range` whose text and position `j`'s are a candidate pair to
+    /// verify in this band: their sketches agree on at least `min_matches` bytes (see
+    /// [`min_sketch_matches`]), compared a row at a time in cache, and they share no earlier
+    /// band (where they were looked at already), which only the few that agree read in place.
+    fn candidates(
+        &mut self,
+        corpus: &Corpus,
+        j: usize,
+        range: std::ops::Range<usize>,
+        min_matches: usize,
+    ) -> &[u32] {
+        let k = self.k;
+        self.agree.clear();
+        let (probe, rows) = (
+            &self.sketch[j * k..][..k],
+            &self.sketch[range.start * k..range.end * k],
+        );
+        #[cfg(target_arch = "x86_64")]
+        if self.wide {
+            // SAFETY: `wide` says the CPU has AVX-512 F and BW; `agree` has room for every
+            // position of the bucket (`gather`).
+            unsafe { agreeing_avx512(probe, rows, min_matches, range.start, &mut self.agree) };
+        }
+        if !self.wide {
+            for (n, row) in rows.chunks_exact(k).enumerate() {
+                if equal_bytes(probe, row, false) >= min_matches {
+                    // (within the room `gather` reserved)
+                    self.agree.push((range.start + n) as u32);
+                }
+            }
+        }
+        let (texts, band, y) = (&self.texts, self.band, self.texts[j] as usize);
+        self.agree
+            .retain(|&i| !corpus.share_band_before(texts[i as usize] as usize, y, band));
+        &self.agree
     }
 }
 
 /// How many texts ahead [`Bucket::gather`] asks for the memory of the text it will copy.
-const GATHER_AHEAD: usize = 8;
+const GATHER_AHEAD: usize = 16;
 
 /// Asks the CPU to start loading the cache lines of `data` (a hint: it reads nothing and cannot
 /// fault).
@@ -991,9 +1039,26 @@ fn prefetch<T>(data: &[T]) {
     let _ = data;
 }
 
-/// Number of positions where two equal-length byte strings agree; counted 64 bytes at a time
-/// in byte lanes, which the compiler turns into vector compares.
-fn equal_bytes(a: &[u8], b: &[u8]) -> usize {
+/// Whether [`equal_bytes`] may take its AVX-512 path on this CPU.
+fn wide_compares() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Number of positions where two equal-length byte strings agree. With `wide` (which
+/// [`wide_compares`] must have allowed), 64 bytes per compare instruction; otherwise counted
+/// 64 bytes at a time in byte lanes, which the compiler turns into narrower vector compares.
+#[inline]
+fn equal_bytes(a: &[u8], b: &[u8], wide: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` says the CPU has AVX-512 F and BW.
+        return unsafe { equal_bytes_avx512(a, b) };
+    }
+    let _ = wide;
     let (mut ca, mut cb) = (a.chunks_exact(64), b.chunks_exact(64));
     let mut count = 0;
     for (x, y) in (&mut ca).zip(&mut cb) {
@@ -1006,6 +1071,39 @@ fn equal_bytes(a: &[u8], b: &[u8]) -> usize {
             .zip(cb.remainder())
             .filter(|(p, q)| p == q)
             .count()
+}
+
+/// The positions `first + n` of the rows `rows` (sketches of `probe.len()` bytes side by side)
+/// that agree with `probe` on at least `min_matches` bytes, appended to `out`, which must have
+/// room for them.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn agreeing_avx512(
+    probe: &[u8],
+    rows: &[u8],
+    min_matches: usize,
+    first: usize,
+    out: &mut Vec<u32>,
+) {
+    for (n, row) in rows.chunks_exact(probe.len()).enumerate() {
+        if equal_bytes_avx512(probe, row) >= min_matches {
+            out.push((first + n) as u32);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn equal_bytes_avx512(a: &[u8], b: &[u8]) -> usize {
+    use super::simd::load_64;
+    use std::arch::x86_64::_mm512_mask_cmpeq_epi8_mask;
+    let mut count = 0;
+    for at in (0..a.len().min(b.len())).step_by(64) {
+        let ((x, valid), (y, _)) = (load_64(a, at), load_64(b, at));
+        count += _mm512_mask_cmpeq_epi8_mask(valid, x, y).count_ones() as usize;
+    }
+    count
 }
 
 /// What one thread of a bucket pass keeps from bucket to bucket (see
@@ -1372,9 +1470,10 @@ mod tests {
                         work.near
                             .gather(&corpus, band, bucket.iter().map(|&(_, t)| t))?;
                         for j in 0..bucket.len() {
-                            *candidates += (0..j)
-                                .filter(|&i| work.near.candidate(i, j, corpus.min_matches))
-                                .count();
+                            *candidates += work
+                                .near
+                                .candidates(&corpus, j, 0..j, corpus.min_matches)
+                                .len();
                         }
                         Ok(())
                     },
