@@ -145,10 +145,20 @@ def kernel(docs, quick):
 
 # --- 2. minhash() against md5() in PostgreSQL -------------------------------------------------
 
+def has_pg_trgm():
+    """Whether the bench database has pg_trgm, the extension of several peers (see load())."""
+    return psql("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'") == "1"
+
+
 def load(corpus, quick):
     psql("DROP DATABASE IF EXISTS bench", "postgres")
     psql("CREATE DATABASE bench", "postgres")
-    psql("CREATE EXTENSION pg_minhash; CREATE EXTENSION pg_trgm;")
+    psql("CREATE EXTENSION pg_minhash")
+    # (the peers' pg_trgm is contrib, which the relocatable PostgreSQL 16 of scripts/setup.sh lacks)
+    if psql("SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_trgm'") == "1":
+        psql("CREATE EXTENSION pg_trgm")
+    else:
+        say("pg_trgm: not in this installation; its peers are left out")
     psql("CREATE TABLE packages (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
          "name text NOT NULL, description text NOT NULL)")
     source = corpus
@@ -350,7 +360,7 @@ def peer_copies(rows):
     """The peers of the band table, each on its own copy of the questions (made with plain DDL,
     so without our triggers), loaded, vacuumed and then indexed as the questions are: a GIN
     index over the same band keys (the settings of our index's catalog row), pg_trgm's GIN
-    index on the text (load() creates pg_trgm with the database), and the table with only its
+    index on the text (where load() could create pg_trgm), and the table with only its
     primary key. Returns (label, table, bytes per row of the index, or of the table and its
     primary key, build seconds) for each."""
     keys = psql("SELECT format('lsh_bands(minhash(body, %s, %s, %L), %s, %s)', k, ngram, unit, bands, "
@@ -360,6 +370,8 @@ def peer_copies(rows):
                                   f"gin (({keys})) WITH (fastupdate = off)"),
                                  ("pg_trgm GIN on body (gin_trgm_ops)", "questions_trgm", "gin (body gin_trgm_ops)"),
                                  ("the table alone (heap and primary key)", "questions_plain", None)):
+        if table == "questions_trgm" and not has_pg_trgm():
+            continue
         psql(f"CREATE TABLE {table} (LIKE questions INCLUDING DEFAULTS INCLUDING IDENTITY); "
              f"INSERT INTO {table} (body) SELECT body FROM questions ORDER BY id; "
              f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
@@ -379,10 +391,10 @@ def peer_copies(rows):
 # resident in it at the end (RssShmem; pages of shared_buffers the backend touched count in its
 # resident set, except on huge pages, which the kernel does not count there).
 SEARCHES = (
-    ("minhash_duplicates", "pairs",
+    ("minhash_duplicates", "{:,} pairs",
      "SELECT count(*) || ' ' || sum(hashint8(id_a) # hashint8(id_b)::bigint) "
      "FROM minhash_duplicates('questions')"),
-    ("minhash_clusters", "rows in clusters, clusters",
+    ("minhash_clusters", "{:,} rows in {:,} clusters",
      "SELECT count(*) || ' ' || count(DISTINCT cluster_id) || ' ' || "
      "sum(hashint8(id) # hashint8(cluster_id)::bigint) FROM minhash_clusters('questions')"),
 )
@@ -438,22 +450,26 @@ def whole_table_searches(rows, quick):
                 say(f"{name}, {workers} worker(s): cancelled after {timeout} s; peak memory {peak:,} MB")
                 runs[name][workers] = (None, None, peak)
                 continue
-            size, checksum = result.rsplit(" ", 1)
-            say(f"{name}, {workers} worker(s): {seconds:.1f} s, {size.replace(' ', ', ')} ({counted}), "
-                f"checksum {checksum}; peak memory {peak:,} MB ({shared:,} MB of it shared memory "
-                f"at the end)")
+            *sizes, checksum = result.split()
+            say(f"{name}, {workers} worker(s): {seconds_text(seconds)} s, "
+                f"{counted.format(*(int(v) for v in sizes))}, checksum {checksum}; peak memory "
+                f"{peak:,} MB ({shared:,} MB of it shared memory at the end)")
             runs[name][workers] = (seconds, result, peak)
-        got = [result for _, result, _ in runs[name].values()]
-        if None in got:
-            same, ok = "n/a (cancelled)", None
-        elif got[0] == got[1]:
-            same, ok = "equal", True
-        else:
-            say(f"FAILED: {name} of {rows:,} rows gives {got[0]} with {WORKERS[0]} workers, "
-                f"{got[1]} with {WORKERS[1]}")
-            same, ok = "FAILED: differ", False
-        record(f"  {name}, {rows:,} rows: results with 1 and 2 workers", same, "", "equal", ok)
+        if agree(runs[name]) is False:
+            say(f"FAILED: {name} of {rows:,} rows gives "
+                + " and ".join(f"{runs[name][w][1]} with {w} worker(s)" for w in WORKERS))
     return runs, timeout
+
+
+def agree(runs):
+    """Whether the runs of one search (workers -> (seconds, result, peak)) gave the same result;
+    None if one was cancelled or skipped."""
+    results = [result for _, result, _ in runs.values()]
+    return None if None in results else len(set(results)) == 1
+
+
+def seconds_text(seconds):
+    return f"{seconds:.2f}" if seconds < 1 else f"{seconds:.1f}"
 
 
 def seconds_cell(figures, name):
@@ -461,7 +477,7 @@ def seconds_cell(figures, name):
     cells = []
     for workers in sorted(WORKERS):
         seconds, _, peak = figures["runs"][name][workers]
-        cells.append(f"{seconds:.1f}" if seconds is not None else
+        cells.append(seconds_text(seconds) if seconds is not None else
                      f"> {figures['timeout']}" if peak is not None else "-")
     return " / ".join(cells) + " s"
 
@@ -506,6 +522,9 @@ def scale_records(figures, quick):
             target, ok = "<= 60 s", False if not done else None if quick else min(done) <= 60
         record(f"{name}, {rows:,} rows, 1 / 2 workers", seconds_cell(figures, name),
                f"peak {peak_cell(figures, name)} MB", target, ok)
+        same = agree(figures["runs"][name])
+        record("  the same result with 1 and 2 workers",
+               {None: "n/a (cancelled)", True: "equal", False: "FAILED: differ"}[same], "", "equal", same)
     peaks = [run[2] for runs in figures["runs"].values() for run in runs.values() if run[2] is not None]
     record(f"  peak backend memory, {rows:,} rows", f"{max(peaks):,} MB", "", "<= 2 GB at 10,000,000 rows",
            None if quick or rows != 10_000_000 else max(peaks) <= 2048)
@@ -880,15 +899,18 @@ def nearest(table, text_column, probes, quick):
                    None if quick else p50 <= 15 and p99 <= 50)
     # the peer of the 10 most similar: pg_trgm's GiST index, ORDER BY body <-> text LIMIT 10,
     # on the same probes in the same run, and its recall against the same truth
-    try:
-        t_gist, _ = timed(f"CREATE INDEX nn_trgm_gist ON {table} USING gist ({text_column} gist_trgm_ops)")
-    except RuntimeError as e:
-        # (a GiST leaf holds a text's whole trigram array: long texts do not fit a page)
-        say(f"  pg_trgm GiST: cannot index {table}: {str(e).splitlines()[-1]}")
+    t_gist, why = None, "pg_trgm is not installed"
+    if has_pg_trgm():
+        try:
+            t_gist, _ = timed(f"CREATE INDEX nn_trgm_gist ON {table} USING gist ({text_column} gist_trgm_ops)")
+        except RuntimeError as e:
+            # (a GiST leaf holds a text's whole trigram array: long texts do not fit a page)
+            why = str(e).splitlines()[-1]
+    if t_gist is None:
+        say(f"  pg_trgm GiST: cannot index {table}: {why}")
         record(f"{table}: k = 10 against pg_trgm GiST", f"p50 {k10_p50:.1f} ms", "pg_trgm GiST: no index",
                ">= 10x faster", None)
-        t_gist = None
-    if t_gist is not None:
+    else:
         nearest_trgm(table, text_column, t_gist, k10_p50, quick)
     # the 10 most similar among the rows a WHERE clause keeps (`among`: the ids with
     # id % 100 = 7, gathered once), against brute force over those rows
@@ -991,9 +1013,9 @@ def main():
         truth = end_to_end(docs, load_seconds, args.quick, cache_dir)
         if not args.quick:
             ds_seconds, ds_recall = datasketch_peer(docs, truth)
-            trgm_seconds = pg_trgm_peer(60)
-            record("peers, end to end", "", f"datasketch {ds_seconds:.0f} s (recall {ds_recall:.2f}); "
-                   f"pg_trgm ~{trgm_seconds / 3600:.1f} h", "", None)
+            trgm = f"pg_trgm ~{pg_trgm_peer(60) / 3600:.1f} h" if has_pg_trgm() else "no pg_trgm"
+            record("peers, end to end", "", f"datasketch {ds_seconds:.0f} s (recall {ds_recall:.2f}); {trgm}",
+                   "", None)
         nearest("packages", "description", 20 if args.quick else 50, args.quick)
     if "scale" in phases:
         memory_latency("before the scale runs")
