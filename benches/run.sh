@@ -10,6 +10,18 @@
 #   bash benches/run.sh --only crowded   one phase (kernel, debian, scale, crowded, citus;
 #                                        repeatable)
 #   bash benches/run.sh --only scale --scale-rows 4000000   the scale phase at another size
+#   bash benches/run.sh --only scale --scale-rows 1000000,4000000,10000000
+#                                        issue 46's scale phase: at each size (in the order given)
+#                                        load, minhash_index_create, and minhash_duplicates and
+#                                        minhash_clusters with 1 and 2 workers (seconds, peak
+#                                        backend memory); the insert path at the first size only;
+#                                        then the growth from size to size (about 1.5 hours).
+#                                        The issue measured band table format 2: run it as
+#                                        PGOPTIONS='-c pg_minhash.default_format=2' bash benches/run.sh ...
+#                                        (~15 GB of disk at 10,000,000 rows, WAL included; ~27 GB
+#                                        in format 1)
+# --quick runs the scale phase on 20,000 questions unless --scale-rows gives sizes.
+# PG_MAJOR picks the PostgreSQL version (scripts/cluster.sh; 15 by default).
 # The citus phase (benches/citus.sh) runs the Debian descriptions on a 3-node Citus cluster
 # against a plain table, after the others.
 set -euo pipefail
