@@ -66,36 +66,26 @@ SELECT count(*), sum(id * 10007 + cluster_id) FROM minhash_clusters('letters', m
 CREATE TABLE named (name text PRIMARY KEY, body text);
 INSERT INTO named SELECT 'row ' || id, body FROM letters;
 SELECT minhash_index_create('named', 'name', 'body', threshold => 0.8);
+CREATE FUNCTION forms() RETURNS TABLE (what text, n bigint, checksum bigint)
+LANGUAGE sql AS $$
+SELECT 'named pairs', count(*), sum(hashtext(id_a) # hashtext(id_b))
+FROM minhash_duplicates('named', NULL::text)
+UNION ALL
+SELECT 'named clusters', count(*), sum(hashtext(id) # hashtext(cluster_id))
+FROM minhash_clusters('named', NULL::text)
+UNION ALL
+SELECT 'array pairs', count(*), sum(hashint8(id_a) # hashint8(id_b))
+FROM minhash_duplicates((SELECT array_agg(id ORDER BY id) FROM letters),
+                        (SELECT array_agg(body ORDER BY id) FROM letters))
+UNION ALL
+SELECT 'array clusters', count(*), sum(hashint8(id) # hashint8(cluster_id))
+FROM minhash_clusters((SELECT array_agg(id ORDER BY id) FROM letters),
+                      (SELECT array_agg(body ORDER BY id) FROM letters))
+$$;
 SET max_parallel_workers_per_gather = 0;
-CREATE TABLE one_thread AS
-SELECT 'named pairs' AS what, count(*) AS n, sum(hashtext(id_a) # hashtext(id_b)) AS checksum
-FROM minhash_duplicates('named', NULL::text)
-UNION ALL
-SELECT 'named clusters', count(*), sum(hashtext(id) # hashtext(cluster_id))
-FROM minhash_clusters('named', NULL::text)
-UNION ALL
-SELECT 'array pairs', count(*), sum(hashint8(id_a) # hashint8(id_b))
-FROM minhash_duplicates((SELECT array_agg(id ORDER BY id) FROM letters),
-                        (SELECT array_agg(body ORDER BY id) FROM letters))
-UNION ALL
-SELECT 'array clusters', count(*), sum(hashint8(id) # hashint8(cluster_id))
-FROM minhash_clusters((SELECT array_agg(id ORDER BY id) FROM letters),
-                      (SELECT array_agg(body ORDER BY id) FROM letters));
+CREATE TABLE one_thread AS SELECT * FROM forms();
 SET max_parallel_workers_per_gather = 3;
-CREATE TABLE four_threads AS
-SELECT 'named pairs' AS what, count(*) AS n, sum(hashtext(id_a) # hashtext(id_b)) AS checksum
-FROM minhash_duplicates('named', NULL::text)
-UNION ALL
-SELECT 'named clusters', count(*), sum(hashtext(id) # hashtext(cluster_id))
-FROM minhash_clusters('named', NULL::text)
-UNION ALL
-SELECT 'array pairs', count(*), sum(hashint8(id_a) # hashint8(id_b))
-FROM minhash_duplicates((SELECT array_agg(id ORDER BY id) FROM letters),
-                        (SELECT array_agg(body ORDER BY id) FROM letters))
-UNION ALL
-SELECT 'array clusters', count(*), sum(hashint8(id) # hashint8(cluster_id))
-FROM minhash_clusters((SELECT array_agg(id ORDER BY id) FROM letters),
-                      (SELECT array_agg(body ORDER BY id) FROM letters));
+CREATE TABLE four_threads AS SELECT * FROM forms();
 SELECT o.what, o.n, o.n = f.n AND o.checksum = f.checksum AS same_on_four_threads
 FROM one_thread o JOIN four_threads f USING (what) ORDER BY 1;
 
@@ -121,6 +111,7 @@ SELECT count(*) FROM minhash_duplicates('letters');
 DROP TABLE one_thread, four_threads, expected, big;
 DROP FUNCTION searched(int);
 DROP FUNCTION cancelled(text);
+DROP FUNCTION forms();
 SELECT minhash_index_drop('named');
 SELECT minhash_index_drop('letters');
 DROP TABLE named, letters;
