@@ -373,8 +373,10 @@ impl Corpus {
     /// The bands run at once on the search's threads, joining one shared union-find: a band
     /// groups its buckets by the clusters joined so far by every band, which only saves it
     /// verifications, and the argument above holds whatever the order (a pair skipped for an
-    /// earlier band is settled by that band's thread). Returns the number of pairs verified
-    /// exactly.
+    /// earlier band is settled by that band's thread). A candidate pair that another band has
+    /// joined since the bucket was split joins its group and part without a verification, so
+    /// bands that start together on a crowded bucket do not verify it once each. Returns the
+    /// number of pairs verified exactly.
     fn connect(
         &self,
         clusters: &SharedUnionFind,
@@ -421,6 +423,12 @@ impl Corpus {
                                         groups.texts[i as usize] as usize,
                                         groups.texts[j] as usize,
                                     );
+                                    // joined since the bucket was split (by another band's
+                                    // thread): connected, no verification needed
+                                    if clusters.root(x) == clusters.root(y) {
+                                        pair = Some((x, y));
+                                        break 'search;
+                                    }
                                     *verified += 1;
                                     if sets.jaccard(self, x, y, shingling, check)? >= threshold {
                                         pair = Some((x, y));
@@ -611,6 +619,8 @@ impl Corpus {
         mut check_interrupts: F,
     ) -> Result<Pairs<F>, CapacityError> {
         let n = self.distinct_texts();
+        // (copies are found while loading only)
+        self.seen = HashMap::new();
         // the verified pairs of distinct texts, as an adjacency list per text
         let verified = self.verified_pairs(&mut check_interrupts)?;
         let mut neighbour_offsets = filled(n + 1, 0usize, CORPUS)?;
@@ -667,6 +677,7 @@ impl Corpus {
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<Vec<(i64, i64)>, CapacityError> {
         let n = self.distinct_texts();
+        self.seen = HashMap::new();
         let uf = SharedUnionFind::try_new(n)?;
         self.connect(&uf, check_interrupts)?;
         let (_, offsets, ids) = self.rows_by_text(check_interrupts)?;
