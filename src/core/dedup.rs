@@ -20,6 +20,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use super::bands::band_keys;
 use super::capacity::{filled, push, reserve, reserve_map, reserve_str, CapacityError};
@@ -74,6 +75,8 @@ pub struct Corpus {
     /// The first row of each distinct text, and `(text, row)` for every further copy.
     first_row: Vec<i64>,
     copies: Vec<(u32, i64)>,
+    /// Called on the calling thread as the bands of a search finish: `(bands done, bands)`.
+    progress: Option<fn(usize, usize)>,
     /// Distinct texts by a 64-bit hash of the text; a hit is confirmed byte for byte, and a
     /// different text with the same hash is simply stored as a text of its own.
     seen: HashMap<u64, u32>,
@@ -134,8 +137,16 @@ impl Corpus {
             sketch: Vec::new(),
             first_row: Vec::new(),
             copies: Vec::new(),
+            progress: None,
             seen: HashMap::new(),
         }
+    }
+
+    /// Has `report(bands done, bands)` called as the bands of [`Corpus::duplicates`] and
+    /// [`Corpus::clusters`] finish (keep-one groups walk the texts, not the bands, and do not
+    /// report).
+    pub fn report_progress(&mut self, report: fn(usize, usize)) {
+        self.progress = Some(report);
     }
 
     /// Number of distinct texts held.
@@ -188,19 +199,23 @@ impl Corpus {
             threads,
             fresh.len().div_ceil(SIGN_CHUNK),
             check_interrupts,
+            &mut |_| {},
             Signer::default,
             |signer, chunk, check| {
-                fresh[chunk * SIGN_CHUNK..]
-                    .iter()
-                    .take(SIGN_CHUNK)
-                    .map(|&i| signer.try_signature(rows[i].1, k, shingling, check))
-                    .collect::<Result<Vec<_>, _>>()
+                // the chunk's signatures side by side, `k` slots each
+                let mut signatures = Vec::new();
+                for &i in fresh[chunk * SIGN_CHUNK..].iter().take(SIGN_CHUNK) {
+                    let signature = signer.sign(rows[i].1, k, shingling, check)?;
+                    reserve(&mut signatures, k, CORPUS)?;
+                    signatures.extend_from_slice(signature);
+                }
+                Ok(signatures)
             },
         )?;
         let mut signatures = fresh
             .iter()
             .copied()
-            .zip(signed.into_iter().flatten())
+            .zip(signed.iter().flat_map(|chunk| chunk.chunks_exact(k)))
             .peekable();
         for (i, &(id, text)) in rows.iter().enumerate() {
             let signature = signatures.next_if(|(at, _)| *at == i).map(|(_, s)| s);
@@ -210,7 +225,7 @@ impl Corpus {
                 continue;
             }
             let signature = signature.expect("a row not seen before was signed");
-            self.insert(id, text, hashes[i], &signature)?;
+            self.insert(id, text, hashes[i], signature)?;
         }
         Ok(())
     }
@@ -307,12 +322,18 @@ impl Corpus {
     ) -> Result<Vec<T>, CapacityError> {
         let (bands, n) = (self.search.banding.bands, self.distinct_texts());
         let threads = self.search.threads.max(1);
-        let cache_bytes = SHINGLE_CACHE_BYTES / threads.min(bands).max(1);
+        let sets = SetCache::new(SHINGLE_CACHE_BYTES);
+        let progress = self.progress;
         parallel::run(
             threads,
             bands,
             check_interrupts,
-            || BandWork::new(cache_bytes),
+            &mut |done| {
+                if let Some(report) = progress {
+                    report(done, bands);
+                }
+            },
+            || BandWork::new(&sets),
             |work, band, check| {
                 let mut order = std::mem::take(&mut work.order);
                 order.clear();
@@ -505,7 +526,7 @@ impl Corpus {
         let (n, bands) = (self.distinct_texts(), banding.bands);
         let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
         self.keys = Vec::new();
-        let mut sets = SetCache::new(SHINGLE_CACHE_BYTES);
+        let sets = SetCache::new(SHINGLE_CACHE_BYTES);
         let mut kept_by = filled(n, NONE, CORPUS)?;
         let mut countdown = Countdown::new();
         for t in 0..n {
@@ -1119,81 +1140,88 @@ fn equal_bytes_avx512(a: &[u8], b: &[u8]) -> usize {
 
 /// What one thread of a bucket pass keeps from bucket to bucket (see
 /// [`Corpus::for_each_bucket`]): the band's texts by key, the bucket being decided, the shingle
-/// sets built so far, and for clustering the groups of a bucket.
-struct BandWork {
+/// sets built so far (shared by the threads), and for clustering the groups of a bucket.
+struct BandWork<'a> {
     order: Vec<(u64, u32)>,
     near: Bucket,
-    sets: SetCache,
+    sets: &'a SetCache,
     groups: Option<Groups>,
     countdown: Countdown,
 }
 
-impl BandWork {
-    fn new(cache_bytes: usize) -> BandWork {
+impl BandWork<'_> {
+    fn new(sets: &SetCache) -> BandWork<'_> {
         BandWork {
             order: Vec::new(),
             near: Bucket::default(),
-            sets: SetCache::new(cache_bytes),
+            sets,
             groups: None,
             countdown: Countdown::new(),
         }
     }
 }
 
-/// Shingle sets of the texts being verified, each built once while they fit `budget` bytes;
-/// when the next one does not, the cache starts over.
+/// Shingle sets of the texts being verified, shared by the threads of a search: each set is
+/// built once while they fit `budget` bytes; when the next one does not, the cache starts over.
+/// A set is built outside the lock (two threads may build one set at once; one copy stays),
+/// and a lookup holds the lock for a hash probe only, against microseconds of verification.
 struct SetCache {
-    sets: HashMap<u32, ShingleSet>,
-    bytes: usize,
+    inner: Mutex<CachedSets>,
     budget: usize,
+}
+
+#[derive(Default)]
+struct CachedSets {
+    sets: HashMap<u32, Arc<ShingleSet>>,
+    bytes: usize,
 }
 
 impl SetCache {
     fn new(budget: usize) -> SetCache {
         SetCache {
-            sets: HashMap::new(),
-            bytes: 0,
+            inner: Mutex::new(CachedSets::default()),
             budget,
         }
     }
 
-    fn load(
-        &mut self,
+    fn cached(&self) -> std::sync::MutexGuard<'_, CachedSets> {
+        // (nothing panics while holding it; a poisoned lock still holds a consistent map)
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(
+        &self,
         corpus: &Corpus,
         t: usize,
         shingling: Shingling,
         check: &mut dyn FnMut(),
-    ) -> Result<(), CapacityError> {
-        if !self.sets.contains_key(&(t as u32)) {
-            let set = ShingleSet::try_new(corpus.text_of(t), shingling, check)?;
-            let size = set.heap_bytes() + std::mem::size_of::<(u32, ShingleSet)>();
-            if self.bytes + size > self.budget {
-                self.sets = HashMap::new();
-                self.bytes = 0;
-            }
-            reserve_map(&mut self.sets, 1, CORPUS)?;
-            self.bytes += size;
-            self.sets.insert(t as u32, set);
+    ) -> Result<Arc<ShingleSet>, CapacityError> {
+        if let Some(set) = self.cached().sets.get(&(t as u32)) {
+            return Ok(Arc::clone(set));
         }
-        Ok(())
+        let set = Arc::new(ShingleSet::try_new(corpus.text_of(t), shingling, check)?);
+        let size = set.heap_bytes() + std::mem::size_of::<(u32, Arc<ShingleSet>)>();
+        let mut cached = self.cached();
+        if cached.bytes + size > self.budget {
+            *cached = CachedSets::default();
+        }
+        reserve_map(&mut cached.sets, 1, CORPUS)?;
+        cached.bytes += size;
+        cached.sets.insert(t as u32, Arc::clone(&set));
+        Ok(set)
     }
 
     fn jaccard(
-        &mut self,
+        &self,
         corpus: &Corpus,
         x: usize,
         y: usize,
         shingling: Shingling,
         check: &mut dyn FnMut(),
     ) -> Result<f64, CapacityError> {
-        self.load(corpus, x, shingling, check)?;
-        self.load(corpus, y, shingling, check)?;
-        let b = &self.sets[&(y as u32)];
-        Ok(match self.sets.get(&(x as u32)) {
-            Some(a) => a.jaccard(b),
-            // loading y started the cache over and dropped x
-            None => ShingleSet::try_new(corpus.text_of(x), shingling, check)?.jaccard(b),
-        })
+        let a = self.get(corpus, x, shingling, check)?;
+        let b = self.get(corpus, y, shingling, check)?;
+        Ok(a.jaccard(&b))
     }
 }
 
@@ -1498,6 +1526,32 @@ mod tests {
                 verified * ratio <= candidates,
                 "{verified} of {candidates} candidates verified at {threshold}"
             );
+        }
+    }
+
+    /// The bands searched are reported on the calling thread, each count once, up to all of
+    /// them, on one thread and on three.
+    #[test]
+    fn bands_searched_are_reported() {
+        static REPORTED: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+        fn report(done: usize, total: usize) {
+            REPORTED.lock().unwrap().push((done, total));
+        }
+        let docs = corpus_texts(300, 5);
+        for threads in [1, 3] {
+            for clusters in [false, true] {
+                REPORTED.lock().unwrap().clear();
+                let mut corpus = load(&docs, on_threads(0.8, threads));
+                corpus.report_progress(report);
+                if clusters {
+                    corpus.clusters(&mut || {}).unwrap();
+                } else {
+                    corpus.duplicates(|| {}).unwrap();
+                }
+                let bands = search(0.8).banding.bands;
+                let expected: Vec<_> = (1..=bands).map(|done| (done, bands)).collect();
+                assert_eq!(*REPORTED.lock().unwrap(), expected, "{threads} threads");
+            }
         }
     }
 

@@ -24,11 +24,13 @@ struct Halted;
 /// Runs `task(state, i, check)` for every `i` in `0..tasks` and returns the results in task
 /// order, or the first error. With `threads` <= 1 (or a single task) everything runs on the
 /// calling thread, with `check_interrupts` as each task's `check`; otherwise on `threads`
-/// helper threads, each with its own `state` from `init`, taking tasks in order.
+/// helper threads, each with its own `state` from `init`, taking tasks in order. `done(n)` is
+/// called on the calling thread each time `n` tasks have finished.
 pub fn run<S, T, E>(
     threads: usize,
     tasks: usize,
     check_interrupts: &mut dyn FnMut(),
+    done: &mut dyn FnMut(usize),
     init: impl Fn() -> S + Sync,
     task: impl Fn(&mut S, usize, &mut dyn FnMut()) -> Result<T, E> + Sync,
 ) -> Result<Vec<T>, E>
@@ -40,7 +42,11 @@ where
     if threads <= 1 {
         let mut state = init();
         return (0..tasks)
-            .map(|i| task(&mut state, i, check_interrupts))
+            .map(|i| {
+                let result = task(&mut state, i, check_interrupts);
+                done(i + 1);
+                result
+            })
             .collect();
     }
     let next = AtomicUsize::new(0);
@@ -64,6 +70,7 @@ where
                 Ok((i, Ok(value))) => {
                     results[i] = Some(value);
                     received += 1;
+                    done(received);
                 }
                 Ok((_, Err(e))) => return Err(e),
                 Err(mpsc::RecvTimeoutError::Timeout) => check_interrupts(),
@@ -168,10 +175,12 @@ mod tests {
     #[test]
     fn results_in_task_order_on_any_number_of_threads() {
         for threads in [0, 1, 2, 5] {
+            let mut finished = Vec::new();
             let out: Result<Vec<usize>, ()> = run(
                 threads,
                 37,
                 &mut || {},
+                &mut |n| finished.push(n),
                 || 0usize,
                 |seen, i, _| {
                     *seen += 1;
@@ -179,6 +188,11 @@ mod tests {
                 },
             );
             assert_eq!(out.unwrap(), (0..37).map(|i| i * i).collect::<Vec<_>>());
+            assert_eq!(
+                finished,
+                (1..=37).collect::<Vec<_>>(),
+                "on {threads} threads"
+            );
         }
     }
 
@@ -188,6 +202,7 @@ mod tests {
             3,
             1000,
             &mut || {},
+            &mut |_| {},
             || (),
             |_, i, check| {
                 check();
@@ -216,6 +231,7 @@ mod tests {
                         resume_unwind(Box::new("cancelled"));
                     }
                 },
+                &mut |_| {},
                 || (),
                 |_, _, check| {
                     started.fetch_add(1, Ordering::Relaxed);

@@ -34,6 +34,19 @@ impl Signer {
         shingling: Shingling,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<Vec<u32>, CapacityError> {
+        self.sign(doc, k, shingling, check_interrupts)
+            .map(<[u32]>::to_vec)
+    }
+
+    /// [`Signer::try_signature`] into the signer's own buffer, valid until its next call: no
+    /// allocation per document.
+    pub fn sign(
+        &mut self,
+        doc: &str,
+        k: usize,
+        shingling: Shingling,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<&[u32], CapacityError> {
         assert!((1..=MAX_K).contains(&k), "k out of range");
         let ascii = normalize_into(doc, &mut self.norm, check_interrupts)?;
         let padded = k.div_ceil(LANES) * LANES;
@@ -64,7 +77,7 @@ impl Signer {
             });
             update_mins(mins, hashes);
         }
-        Ok(mins[..k].to_vec())
+        Ok(&self.mins[..k])
     }
 
     /// [`Signer::try_signature`], reporting an error through [`CapacityError::fail`].

@@ -13,8 +13,8 @@ use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
 use crate::pg::names::{equality_operator, type_name};
 
 use crate::index::def::settings::index_params;
-use crate::index::run::owner;
 use crate::index::run::spi::{for_each_text_row, spi_failed};
+use crate::index::run::{owner, progress};
 
 /// Rows read per SPI round trip while loading a table.
 const FETCH_ROWS: i32 = 10_000;
@@ -41,7 +41,8 @@ fn _minhash_search_pairs(
     rows_per_band: i32,
     threshold: f64,
 ) -> TableIterator<'static, (name!(id_a, i64), name!(id_b, i64), name!(similarity, f64))> {
-    let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
+    let search = index_search(k, ngram, unit, bands, rows_per_band, threshold);
+    let corpus = load_corpus(rows_query, search, DUPLICATES);
     TableIterator::new(corpus.duplicates(interrupts).or_raise())
 }
 
@@ -61,7 +62,8 @@ fn _minhash_search_clusters(
     mode: &str,
 ) -> TableIterator<'static, (name!(id, i64), name!(cluster_id, i64))> {
     let mode = ClusterMode::parse(mode).or_raise();
-    let corpus = load_corpus(rows_query, k, ngram, unit, bands, rows_per_band, threshold);
+    let search = index_search(k, ngram, unit, bands, rows_per_band, threshold);
+    let corpus = load_corpus(rows_query, search, CLUSTERS);
     TableIterator::new(corpus.clusters_in(mode, &mut interrupts).or_raise())
 }
 
@@ -120,16 +122,8 @@ fn _minhash_search_keyed_pairs(
     ),
 > {
     let _ = id_type;
-    let (corpus, ids) = load_keyed_corpus(
-        witness_type(fcinfo),
-        rows_query,
-        k,
-        ngram,
-        unit,
-        bands,
-        rows_per_band,
-        threshold,
-    );
+    let search = index_search(k, ngram, unit, bands, rows_per_band, threshold);
+    let (corpus, ids) = load_keyed_corpus(witness_type(fcinfo), rows_query, search, DUPLICATES);
     keyed_pairs(corpus, ids)
 }
 
@@ -151,39 +145,35 @@ fn _minhash_search_keyed_clusters(
 ) -> TableIterator<'static, (name!(id, AnyElement), name!(cluster_id, AnyElement))> {
     let _ = id_type;
     let mode = ClusterMode::parse(mode).or_raise();
-    let (corpus, ids) = load_keyed_corpus(
-        witness_type(fcinfo),
-        rows_query,
-        k,
-        ngram,
-        unit,
-        bands,
-        rows_per_band,
-        threshold,
-    );
+    let search = index_search(k, ngram, unit, bands, rows_per_band, threshold);
+    let (corpus, ids) = load_keyed_corpus(witness_type(fcinfo), rows_query, search, CLUSTERS);
     keyed_clusters(corpus, ids, mode)
 }
 
-/// Reads the `(id bigint, text)` rows `rows_query` returns into a [`Corpus`] for the search
-/// of the index parameters given.
-#[allow(clippy::too_many_arguments)]
-fn load_corpus(
-    rows_query: &str,
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
-    threshold: f64,
-) -> Corpus {
-    let mut corpus = Corpus::new(index_search(
-        k,
-        ngram,
-        unit,
-        bands,
-        rows_per_band,
-        threshold,
-    ));
+/// The names the searches report progress under (`run::progress`).
+const DUPLICATES: &str = "minhash_duplicates";
+const CLUSTERS: &str = "minhash_clusters";
+
+/// An empty [`Corpus`] for `search`, whose progress is reported as `what`'s.
+fn corpus_reported(search: Search, what: &'static str) -> Corpus {
+    progress::search_started(what);
+    let mut corpus = Corpus::new(search);
+    corpus.report_progress(progress::bands_searched);
+    corpus
+}
+
+/// Adds a batch of rows read to `corpus`, and reports the rows read so far.
+fn add_batch(corpus: &mut Corpus, rows: &[(i64, &str)], read: &mut usize) {
+    corpus.add_rows(rows, &mut interrupts).or_raise();
+    *read += rows.len();
+    progress::rows_read(*read);
+}
+
+/// Reads the `(id bigint, text)` rows `rows_query` returns into a [`Corpus`] for `search`,
+/// reported as `what`.
+fn load_corpus(rows_query: &str, search: Search, what: &'static str) -> Corpus {
+    let mut corpus = corpus_reported(search, what);
+    let mut read = 0;
     for_each_batch(rows_query, |table| {
         let mut rows: Vec<(i64, &str)> = Vec::new();
         for_each_text_row(table, |id, text| {
@@ -192,7 +182,7 @@ fn load_corpus(
             rows.push((id, text));
         })?;
         // (the texts are the batch's, valid until its SPI session ends, after this call)
-        corpus.add_rows(&rows, &mut interrupts).or_raise();
+        add_batch(&mut corpus, &rows, &mut read);
         Ok(())
     });
     corpus
@@ -201,25 +191,14 @@ fn load_corpus(
 /// Reads the `(id, text)` rows `rows_query` returns, ids of type `id_type`, into a [`Corpus`]
 /// whose ids are their ranks, and the ids (see `pg::ids`). The ids are copied into the
 /// current memory context, the caller's multi-call context.
-#[allow(clippy::too_many_arguments)]
 fn load_keyed_corpus(
     id_type: pg_sys::Oid,
     rows_query: &str,
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
-    threshold: f64,
+    search: Search,
+    what: &'static str,
 ) -> (Corpus, Ids) {
-    let mut corpus = Corpus::new(index_search(
-        k,
-        ngram,
-        unit,
-        bands,
-        rows_per_band,
-        threshold,
-    ));
+    let mut corpus = corpus_reported(search, what);
+    let mut read = 0;
     // SAFETY: reading the backend's current memory context, before SPI switches it.
     let context = unsafe { pg_sys::CurrentMemoryContext };
     let mut ids: Option<Ids> = None;
@@ -233,7 +212,7 @@ fn load_keyed_corpus(
         };
         let mut rows: Vec<(i64, &str)> = Vec::new();
         for_each_text_row(table, |id, text| rows.push((ids.push(id), text)))?;
-        corpus.add_rows(&rows, &mut interrupts).or_raise();
+        add_batch(&mut corpus, &rows, &mut read);
         Ok(())
     });
     let mut ids = ids.unwrap_or_else(|| Ids::new(id_type, pg_sys::InvalidOid, context));

@@ -2,7 +2,8 @@
 //! `minhash_index_create` reports it: their SQL counts each row it reads through
 //! [`_minhash_progress`], and a call on a large table (a million rows or band rows to read, or
 //! more) or one that has run for two seconds reports in a NOTICE at each further tenth of its
-//! rows: rows done, percentage and rate.
+//! rows: rows done, percentage and rate. The whole-table searches report the same way
+//! ([`search_started`]).
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -58,19 +59,88 @@ fn _minhash_progress(what: &str, unit: &str, total: i64, run: f64, weight: i64) 
             let elapsed = state.started.elapsed();
             if total >= LARGE || elapsed >= QUIET {
                 let rate = state.done as f64 / elapsed.as_secs_f64();
-                pgrx::pg_sys::panic::ErrorReport::new(
-                    PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
-                    format!(
-                        "{what}: {} of {total} {unit} ({}%), {} {unit}/s",
-                        state.done,
-                        tenth * 10,
-                        rate.round()
-                    ),
-                    "pg_minhash",
-                )
-                .report(PgLogLevel::NOTICE);
+                notice(format!(
+                    "{what}: {} of {total} {unit} ({}%), {} {unit}/s",
+                    state.done,
+                    tenth * 10,
+                    rate.round()
+                ));
             }
         }
     });
     true
+}
+
+fn notice(message: String) {
+    pgrx::pg_sys::panic::ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+        message,
+        "pg_minhash",
+    )
+    .report(PgLogLevel::NOTICE);
+}
+
+/// How often a whole-table search reports while it reads the rows (their number is not known
+/// ahead).
+const READING_EVERY: Duration = Duration::from_secs(10);
+
+/// The whole-table search of this backend being reported.
+struct Search {
+    what: &'static str,
+    started: Instant,
+    /// When the rows read were last reported, and the tenth of the bands.
+    read_reported: Instant,
+    bands_reported: usize,
+}
+
+thread_local! {
+    static SEARCH: RefCell<Option<Search>> = const { RefCell::new(None) };
+}
+
+/// Starts reporting the whole-table search `what` (e.g. "minhash_duplicates"): once it has run
+/// for two seconds, a NOTICE every ten seconds while it reads the rows ([`rows_read`]), then at
+/// each further tenth of the bands searched ([`bands_searched`]).
+pub(in crate::index) fn search_started(what: &'static str) {
+    let now = Instant::now();
+    SEARCH.set(Some(Search {
+        what,
+        started: now,
+        read_reported: now,
+        bands_reported: 0,
+    }));
+}
+
+/// `rows` have been read and signed so far.
+pub(in crate::index) fn rows_read(rows: usize) {
+    SEARCH.with_borrow_mut(|search| {
+        let Some(search) = search else { return };
+        let elapsed = search.started.elapsed();
+        if elapsed >= QUIET && search.read_reported.elapsed() >= READING_EVERY.min(elapsed) {
+            search.read_reported = Instant::now();
+            notice(format!(
+                "{}: {rows} rows read and signed, {} rows/s",
+                search.what,
+                (rows as f64 / elapsed.as_secs_f64()).round()
+            ));
+        }
+    });
+}
+
+/// `done` of the `total` bands have been searched (the report the core calls: see
+/// `core::dedup::Corpus::report_progress`).
+pub(in crate::index) fn bands_searched(done: usize, total: usize) {
+    SEARCH.with_borrow_mut(|search| {
+        let Some(search) = search else { return };
+        let tenth = done * 10 / total.max(1);
+        if tenth > search.bands_reported && done < total {
+            search.bands_reported = tenth;
+            if search.started.elapsed() >= QUIET {
+                notice(format!(
+                    "{}: {done} of {total} bands searched ({}%)",
+                    search.what,
+                    done * 100 / total
+                ));
+            }
+        }
+    });
 }
