@@ -24,7 +24,8 @@ struct Halted;
 /// Runs `task(state, i, check)` for every `i` in `0..tasks` and returns the results in task
 /// order, or the first error. With `threads` <= 1 (or a single task) everything runs on the
 /// calling thread, with `check_interrupts` as each task's `check`; otherwise on `threads`
-/// helper threads, each with its own `state` from `init`, taking tasks in order.
+/// helper threads, each with its own `state` from `init`, taking tasks in order (on as many as
+/// the system lets start, on the calling thread if none).
 pub fn run<S, T, E>(
     threads: usize,
     tasks: usize,
@@ -37,16 +38,20 @@ where
     E: Send,
 {
     let threads = threads.min(tasks);
-    if threads <= 1 {
+    let on_calling_thread = |check_interrupts: &mut dyn FnMut()| {
         let mut state = init();
-        return (0..tasks)
+        (0..tasks)
             .map(|i| task(&mut state, i, check_interrupts))
-            .collect();
+            .collect()
+    };
+    if threads <= 1 {
+        return on_calling_thread(check_interrupts);
     }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, Result<T, E>)>();
     let mut results: Vec<Option<T>> = (0..tasks).map(|_| None).collect();
+    let mut started = 0;
     let outcome: Result<(), E> = std::thread::scope(|scope| {
         // told to stop on every way out of this closure, an unwind from check_interrupts too
         let _stop_on_exit = StopOnDrop(&stop);
@@ -54,10 +59,23 @@ where
         with_signals_blocked(|| {
             for _ in 0..threads {
                 let sender = sender.clone();
-                scope.spawn(move || helper(next, stop, tasks, init, task, sender));
+                let helper = move || helper(next, stop, tasks, init, task, sender);
+                // a thread the system refuses (its limit on processes, no memory for a stack)
+                // is not an error: the helpers started do the work
+                if refuse_threads()
+                    || std::thread::Builder::new()
+                        .spawn_scoped(scope, helper)
+                        .is_err()
+                {
+                    break;
+                }
+                started += 1;
             }
         });
         drop(sender);
+        if started == 0 {
+            return Ok(());
+        }
         let mut received = 0;
         while received < tasks {
             match receiver.recv_timeout(WAIT) {
@@ -75,6 +93,9 @@ where
         Ok(())
     });
     outcome?;
+    if started == 0 {
+        return on_calling_thread(check_interrupts);
+    }
     Ok(results
         .into_iter()
         .map(|r| r.expect("every task sent its result"))
@@ -118,6 +139,19 @@ fn helper<S, T, E>(
             resume_unwind(payload);
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes the threads a test's `run` starts fail to start, as the system may refuse them.
+    static REFUSE_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn refuse_threads() -> bool {
+    #[cfg(test)]
+    return REFUSE_THREADS.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    false
 }
 
 fn is_halt(payload: &(dyn Any + Send)) -> bool {
@@ -180,6 +214,21 @@ mod tests {
             );
             assert_eq!(out.unwrap(), (0..37).map(|i| i * i).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn runs_on_the_calling_thread_where_no_thread_can_start() {
+        REFUSE_THREADS.with(|refuse| refuse.set(true));
+        let caller = std::thread::current().id();
+        let out: Result<Vec<bool>, ()> = run(
+            4,
+            37,
+            &mut || {},
+            || (),
+            |_, _, _| Ok(std::thread::current().id() == caller),
+        );
+        REFUSE_THREADS.with(|refuse| refuse.set(false));
+        assert_eq!(out.unwrap(), vec![true; 37]);
     }
 
     #[test]
