@@ -21,6 +21,26 @@ const WAIT: Duration = Duration::from_millis(5);
 /// The unwind payload of a helper told to stop; never seen outside [`run`].
 struct Halted;
 
+/// Set by [`halt_all`]: every helper of the process stops, at once and for good.
+static HALT_ALL: AtomicBool = AtomicBool::new(false);
+/// Helpers that may still read their run's tasks (inside [`helper`]'s body).
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// Stops every helper of the process and returns once none reads its run's data any more. For
+/// a process that exits from inside `check_interrupts` (a PostgreSQL FATAL calls `exit` there,
+/// without unwinding): its exit handlers free what the tasks read, so the helpers must be
+/// stopped first. No later run gets a helper.
+pub fn halt_all() {
+    HALT_ALL.store(true, Ordering::SeqCst);
+    while BUSY.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn halted(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Relaxed) || HALT_ALL.load(Ordering::SeqCst)
+}
+
 /// Runs `task(state, i, check)` for every `i` in `0..tasks` and returns the results in task
 /// order, or the first error. With `threads` <= 1 (or a single task) everything runs on the
 /// calling thread, with `check_interrupts` as each task's `check`; otherwise on `threads`
@@ -63,6 +83,7 @@ where
                 // a thread the system refuses (its limit on processes, no memory for a stack)
                 // is not an error: the helpers started do the work
                 if refuse_threads()
+                    || HALT_ALL.load(Ordering::SeqCst)
                     || std::thread::Builder::new()
                         .spawn_scoped(scope, helper)
                         .is_err()
@@ -112,16 +133,19 @@ fn helper<S, T, E>(
     sender: mpsc::Sender<(usize, Result<T, E>)>,
 ) {
     let mut check = || {
-        if stop.load(Ordering::Relaxed) {
+        if halted(stop) {
             // (resume_unwind runs no panic hook: a stop is not an error to report)
             resume_unwind(Box::new(Halted));
         }
     };
+    // counted busy before it looks at HALT_ALL (both SeqCst): halt_all either waits for it or
+    // is seen by it before it reads anything
+    BUSY.fetch_add(1, Ordering::SeqCst);
     let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut state = init();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= tasks || stop.load(Ordering::Relaxed) {
+            if i >= tasks || halted(stop) {
                 return;
             }
             let result = task(&mut state, i, &mut check);
@@ -132,6 +156,7 @@ fn helper<S, T, E>(
             }
         }
     }));
+    BUSY.fetch_sub(1, Ordering::SeqCst);
     if let Err(payload) = ran {
         stop.store(true, Ordering::Relaxed);
         if !is_halt(&*payload) {
@@ -229,6 +254,59 @@ mod tests {
         );
         REFUSE_THREADS.with(|refuse| refuse.set(false));
         assert_eq!(out.unwrap(), vec![true; 37]);
+    }
+
+    /// As a PostgreSQL FATAL exits from inside `check_interrupts`: once `halt_all` returns, no
+    /// helper is inside a task. (In a child process: the halt is for good.)
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn halt_all_returns_once_no_helper_is_in_a_task() {
+        struct Inside<'a>(&'a AtomicUsize);
+        impl Drop for Inside<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let in_child = || {
+            let inside = AtomicUsize::new(0);
+            let mut calls = 0;
+            let _: Result<Vec<()>, ()> = run(
+                2,
+                1000,
+                &mut || {
+                    calls += 1;
+                    if calls == 3 {
+                        halt_all();
+                        let none = inside.load(Ordering::SeqCst) == 0;
+                        // SAFETY: ends the child process, as the FATAL's exit would.
+                        unsafe { libc::_exit(if none { 0 } else { 1 }) };
+                    }
+                },
+                || (),
+                |_, _, check| {
+                    inside.fetch_add(1, Ordering::SeqCst);
+                    let _inside = Inside(&inside);
+                    loop {
+                        check();
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                },
+            );
+        };
+        // SAFETY: the child runs `in_child` and ends with _exit, running no destructor or exit
+        // handler of the parent's state.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0);
+            if pid == 0 {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(in_child));
+                libc::_exit(2);
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            assert!(libc::WIFEXITED(status));
+            assert_eq!(libc::WEXITSTATUS(status), 0);
+        }
     }
 
     #[test]
