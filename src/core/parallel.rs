@@ -21,11 +21,32 @@ const WAIT: Duration = Duration::from_millis(5);
 /// The unwind payload of a helper told to stop; never seen outside [`run`].
 struct Halted;
 
+/// Set by [`halt_all`]: every helper of the process stops, at once and for good.
+static HALT_ALL: AtomicBool = AtomicBool::new(false);
+/// Helpers that may still read their run's tasks (inside [`helper`]'s body).
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// Stops every helper of the process and returns once none reads its run's data any more. For
+/// a process that exits from inside `check_interrupts` (a PostgreSQL FATAL calls `exit` there,
+/// without unwinding): its exit handlers free what the tasks read, so the helpers must be
+/// stopped first. No later run gets a helper.
+pub fn halt_all() {
+    HALT_ALL.store(true, Ordering::SeqCst);
+    while BUSY.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn halted(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Relaxed) || HALT_ALL.load(Ordering::SeqCst)
+}
+
 /// Runs `task(state, i, check)` for every `i` in `0..tasks` and returns the results in task
 /// order, or the first error. With `threads` <= 1 (or a single task) everything runs on the
 /// calling thread, with `check_interrupts` as each task's `check`; otherwise on `threads`
-/// helper threads, each with its own `state` from `init`, taking tasks in order. `done(n)` is
-/// called on the calling thread each time `n` tasks have finished.
+/// helper threads, each with its own `state` from `init`, taking tasks in order (on as many as
+/// the system lets start, on the calling thread if none). `done(n)` is called on the calling
+/// thread each time `n` tasks have finished.
 pub fn run<S, T, E>(
     threads: usize,
     tasks: usize,
@@ -39,20 +60,24 @@ where
     E: Send,
 {
     let threads = threads.min(tasks);
-    if threads <= 1 {
+    let on_calling_thread = |check_interrupts: &mut dyn FnMut(), done: &mut dyn FnMut(usize)| {
         let mut state = init();
-        return (0..tasks)
+        (0..tasks)
             .map(|i| {
                 let result = task(&mut state, i, check_interrupts);
                 done(i + 1);
                 result
             })
-            .collect();
+            .collect()
+    };
+    if threads <= 1 {
+        return on_calling_thread(check_interrupts, done);
     }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, Result<T, E>)>();
     let mut results: Vec<Option<T>> = (0..tasks).map(|_| None).collect();
+    let mut started = 0;
     let outcome: Result<(), E> = std::thread::scope(|scope| {
         // told to stop on every way out of this closure, an unwind from check_interrupts too
         let _stop_on_exit = StopOnDrop(&stop);
@@ -60,10 +85,24 @@ where
         with_signals_blocked(|| {
             for _ in 0..threads {
                 let sender = sender.clone();
-                scope.spawn(move || helper(next, stop, tasks, init, task, sender));
+                let helper = move || helper(next, stop, tasks, init, task, sender);
+                // a thread the system refuses (its limit on processes, no memory for a stack)
+                // is not an error: the helpers started do the work
+                if refuse_threads()
+                    || HALT_ALL.load(Ordering::SeqCst)
+                    || std::thread::Builder::new()
+                        .spawn_scoped(scope, helper)
+                        .is_err()
+                {
+                    break;
+                }
+                started += 1;
             }
         });
         drop(sender);
+        if started == 0 {
+            return Ok(());
+        }
         let mut received = 0;
         while received < tasks {
             match receiver.recv_timeout(WAIT) {
@@ -82,6 +121,9 @@ where
         Ok(())
     });
     outcome?;
+    if started == 0 {
+        return on_calling_thread(check_interrupts, done);
+    }
     Ok(results
         .into_iter()
         .map(|r| r.expect("every task sent its result"))
@@ -98,16 +140,19 @@ fn helper<S, T, E>(
     sender: mpsc::Sender<(usize, Result<T, E>)>,
 ) {
     let mut check = || {
-        if stop.load(Ordering::Relaxed) {
+        if halted(stop) {
             // (resume_unwind runs no panic hook: a stop is not an error to report)
             resume_unwind(Box::new(Halted));
         }
     };
+    // counted busy before it looks at HALT_ALL (both SeqCst): halt_all either waits for it or
+    // is seen by it before it reads anything
+    BUSY.fetch_add(1, Ordering::SeqCst);
     let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut state = init();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= tasks || stop.load(Ordering::Relaxed) {
+            if i >= tasks || halted(stop) {
                 return;
             }
             let result = task(&mut state, i, &mut check);
@@ -118,6 +163,7 @@ fn helper<S, T, E>(
             }
         }
     }));
+    BUSY.fetch_sub(1, Ordering::SeqCst);
     if let Err(payload) = ran {
         stop.store(true, Ordering::Relaxed);
         if !is_halt(&*payload) {
@@ -125,6 +171,19 @@ fn helper<S, T, E>(
             resume_unwind(payload);
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes the threads a test's `run` starts fail to start, as the system may refuse them.
+    static REFUSE_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn refuse_threads() -> bool {
+    #[cfg(test)]
+    return REFUSE_THREADS.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    false
 }
 
 fn is_halt(payload: &(dyn Any + Send)) -> bool {
@@ -195,6 +254,81 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn runs_on_the_calling_thread_where_no_thread_can_start() {
+        REFUSE_THREADS.with(|refuse| refuse.set(true));
+        let caller = std::thread::current().id();
+        let out: Result<Vec<bool>, ()> = run(
+            4,
+            37,
+            &mut || {},
+            &mut |_| {},
+            || (),
+            |_, _, _| Ok(std::thread::current().id() == caller),
+        );
+        REFUSE_THREADS.with(|refuse| refuse.set(false));
+        assert_eq!(out.unwrap(), vec![true; 37]);
+    }
+
+    /// As a PostgreSQL FATAL exits from inside `check_interrupts`: once `halt_all` returns, no
+    /// helper is inside a task. (In a child process: the halt is for good.)
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn halt_all_returns_once_no_helper_is_in_a_task() {
+        struct Inside<'a>(&'a AtomicUsize);
+        impl Drop for Inside<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let in_child = || {
+            let inside = AtomicUsize::new(0);
+            let mut calls = 0;
+            let _: Result<Vec<()>, ()> = run(
+                2,
+                1000,
+                &mut || {
+                    calls += 1;
+                    if calls == 3 {
+                        halt_all();
+                        let none = inside.load(Ordering::SeqCst) == 0;
+                        // SAFETY: ends the child process, as the FATAL's exit would.
+                        unsafe { libc::_exit(if none { 0 } else { 1 }) };
+                    }
+                },
+                &mut |_| {},
+                || (),
+                |_, _, check| {
+                    inside.fetch_add(1, Ordering::SeqCst);
+                    let _inside = Inside(&inside);
+                    loop {
+                        check();
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                },
+            );
+        };
+        // (in a process of its own, this test alone: the halt is for good, and a fork of the
+        // multi-threaded test process could inherit other tests' busy helpers or locks)
+        if std::env::var_os(HALT_CHILD).is_some() {
+            in_child();
+            std::process::exit(2);
+        }
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "core::parallel::tests::halt_all_returns_once_no_helper_is_in_a_task",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(HALT_CHILD, "1")
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
+
+    /// Set in the process `halt_all_returns_once_no_helper_is_in_a_task` runs its halt in.
+    const HALT_CHILD: &str = "PG_MINHASH_TEST_HALT_CHILD";
 
     #[test]
     fn an_error_stops_the_run() {

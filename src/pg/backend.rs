@@ -28,7 +28,31 @@ pub(crate) fn search_threads() -> usize {
             pgrx::pg_sys::max_parallel_workers,
         )
     };
-    1 + usize::try_from(per_gather.min(total)).unwrap_or(0)
+    let threads = 1 + usize::try_from(per_gather.min(total)).unwrap_or(0);
+    if threads > 1 {
+        halt_helpers_on_exit();
+    }
+    threads
+}
+
+/// Makes the process's exit stop a search's helper threads first. A FATAL (pg_terminate_backend,
+/// a parallel worker told to end, a shutdown) raised by the interrupt check of a threaded search
+/// exits the process from inside it, without unwinding; the exit callbacks then abort the
+/// transaction and free the query's memory, the texts the helpers read. Registered once per
+/// process, after `InitPostgres` registered its own, so it runs before them.
+fn halt_helpers_on_exit() {
+    thread_local! {
+        static REGISTERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if REGISTERED.replace(true) {
+        return;
+    }
+    // SAFETY: registers a callback that calls no PostgreSQL function and cannot unwind.
+    unsafe { pgrx::pg_sys::before_shmem_exit(Some(halt_helpers), pgrx::pg_sys::Datum::from(0)) };
+}
+
+unsafe extern "C-unwind" fn halt_helpers(_code: std::ffi::c_int, _arg: pgrx::pg_sys::Datum) {
+    crate::core::parallel::halt_all();
 }
 
 /// Whether the transaction reads under one snapshot from its first statement on (REPEATABLE
