@@ -19,6 +19,9 @@ pub enum CapacityError {
         bytes: usize,
         limit: usize,
     },
+    /// A temporary file failed with OS error `errno` (SQLSTATE 53100 disk_full for ENOSPC,
+    /// 58030 io_error otherwise).
+    TempFile { errno: i32 },
 }
 
 impl fmt::Display for CapacityError {
@@ -31,6 +34,11 @@ impl fmt::Display for CapacityError {
             CapacityError::TooLarge { what, bytes, limit } => write!(
                 f,
                 "{what} would take {bytes} bytes, more than the limit of {limit}"
+            ),
+            CapacityError::TempFile { errno } => write!(
+                f,
+                "could not use a temporary file for the rows being searched: {}",
+                std::io::Error::from_raw_os_error(errno)
             ),
         }
     }

@@ -15,15 +15,18 @@
 //!   joins two clusters at the first verified pair between them, so a crowded bucket of
 //!   near-duplicates costs about one verification per text (see [`Corpus::connect`]).
 //!
-//! Memory is proportional to the rows (their text, `8 * bands + k` bytes of keys and sketch,
-//! and a bounded cache of shingle sets), never to the number of candidate pairs.
+//! Memory is proportional to the rows, never to the number of candidate pairs, and kept within
+//! a budget where it can be (see [`Corpus::spill_to`]): `k + 16` bytes per distinct text (its
+//! sketch, first row and text offset) and 16 per further copy stay in memory; the texts and
+//! their band keys (`8 * bands` bytes) go to temporary files once they pass half the budget;
+//! the bands searched at once and the cache of shingle sets share what is left.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::bands::band_keys;
-use super::capacity::{filled, push, reserve, reserve_map, reserve_str, CapacityError};
+use super::capacity::{filled, push, reserve, reserve_map, reserve_set, CapacityError};
 use super::components::SharedUnionFind;
 use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
 use super::parallel;
@@ -31,6 +34,7 @@ use super::params::{Banding, ClusterMode, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
 use super::sketch::{binomial_lower_quantile, SEARCH_SKETCH_MISS_PROBABILITY};
 use super::sort::sort_by;
+use super::spill::{Column, SpillDir};
 
 /// Candidate pairs looked at, rows or pairs handled, between calls of `check_interrupts`.
 const INTERRUPT_EVERY: u32 = 1 << 16;
@@ -66,10 +70,10 @@ pub struct Corpus {
     /// Equal sketch bytes a candidate needs to be verified: [`min_sketch_matches`].
     min_matches: usize,
     /// Distinct texts, concatenated; `ends[t]` is where text `t` ends.
-    text: String,
-    ends: Vec<usize>,
-    /// `keys[t * bands + i]`: band key `i` of text `t`.
-    keys: Vec<u64>,
+    text: Column,
+    ends: Vec<u64>,
+    /// `keys[i]`: band key `i` of each text in text order, 8 bytes (little-endian) each.
+    keys: Vec<Column>,
     /// `sketch[t * k + i]`: the low byte of slot `i` of text `t`'s signature.
     sketch: Vec<u8>,
     /// The first row of each distinct text, and `(text, row)` for every further copy.
@@ -77,9 +81,15 @@ pub struct Corpus {
     copies: Vec<(u32, i64)>,
     /// Called on the calling thread as the bands of a search finish: `(bands done, bands)`.
     progress: Option<fn(usize, usize)>,
-    /// Distinct texts by a 64-bit hash of the text; a hit is confirmed byte for byte, and a
-    /// different text with the same hash is simply stored as a text of its own.
-    seen: HashMap<u64, u32>,
+    /// Distinct texts by 32 bits of a hash of the text; a hit is confirmed byte for byte, and a
+    /// different text with the same bits is simply stored as a text of its own (a copy of it
+    /// then pairs with it by verification, at similarity 1, as a copy would).
+    seen: HashMap<u32, u32>,
+    /// Where the texts and keys go past half of `budget` bytes; `None` keeps them in memory.
+    spill: Option<SpillDir>,
+    budget: usize,
+    /// Called once, on the calling thread, as the texts and keys move to the files.
+    spilled: Option<fn()>,
 }
 
 /// A verified pair of distinct texts, `(a, b, similarity)` with `a < b`.
@@ -89,8 +99,8 @@ type TextPair = (u32, u32, f64);
 const SIGN_CHUNK: usize = 256;
 
 /// The hash distinct texts are found by.
-fn text_hash(text: &str) -> u64 {
-    mur3::murmurhash3_x64_128(text.as_bytes(), 0).0
+fn text_hash(text: &str) -> u32 {
+    mur3::murmurhash3_x64_128(text.as_bytes(), 0).0 as u32
 }
 
 /// What the corpus's memory holds; named in out-of-memory errors.
@@ -131,15 +141,111 @@ impl Corpus {
                 search.threshold,
                 SEARCH_SKETCH_MISS_PROBABILITY,
             ),
-            text: String::new(),
+            text: Column::default(),
             ends: Vec::new(),
-            keys: Vec::new(),
+            keys: (0..search.banding.bands)
+                .map(|_| Column::default())
+                .collect(),
             sketch: Vec::new(),
             first_row: Vec::new(),
             copies: Vec::new(),
             progress: None,
             seen: HashMap::new(),
+            spill: None,
+            budget: usize::MAX,
+            spilled: None,
         }
+    }
+
+    /// Keeps the search within `budget` bytes where it can: once the texts and band keys held
+    /// pass half of it, they move to temporary files of `dir` (and are read back from there);
+    /// the bands searched at once and the cache of shingle sets are sized to what the budget
+    /// leaves. What stays in memory whatever the budget is the sketch, first row and text
+    /// offset of each distinct text, the copies, and one band's sort of the texts by key.
+    /// `spilled` is called as they move.
+    pub fn spill_to(&mut self, dir: SpillDir, budget: usize, spilled: Option<fn()>) {
+        self.spill = Some(dir);
+        self.budget = budget;
+        self.spilled = spilled;
+    }
+
+    /// Whether the texts and keys are in temporary files.
+    pub fn spilled(&self) -> bool {
+        self.text.on_disk()
+    }
+
+    /// Bytes held whatever the budget: per distinct text its sketch, first row and end, and
+    /// per copy its text and row.
+    fn fixed_bytes(&self) -> usize {
+        let n = self.distinct_texts();
+        n * (self.search.k + 16) + self.copies.len() * std::mem::size_of::<(u32, i64)>()
+    }
+
+    /// Bytes of texts and keys held in memory.
+    fn held_bytes(&self) -> usize {
+        self.text.in_memory() + self.keys.iter().map(Column::in_memory).sum::<usize>()
+    }
+
+    /// Moves the texts and keys to temporary files once they pass half the budget.
+    fn keep_within_budget(&mut self) -> Result<(), CapacityError> {
+        if let Some(dir) = &self.spill {
+            if !self.text.on_disk() && self.held_bytes() > self.budget / 2 {
+                self.text.spill(dir)?;
+                for column in &mut self.keys {
+                    column.spill(dir)?;
+                }
+                if let Some(spilled) = self.spilled {
+                    spilled();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the loading: what is buffered for the files is written, and the map of distinct
+    /// texts, which only loading needs, is freed.
+    fn finish_loading(&mut self) -> Result<(), CapacityError> {
+        self.seen = HashMap::new();
+        self.text.flush()?;
+        for column in &mut self.keys {
+            column.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Frees what only the search needs (texts, keys, sketches) before the results are made.
+    fn free_search_data(&mut self) {
+        self.text = Column::default();
+        self.keys = Vec::new();
+        self.sketch = Vec::new();
+    }
+
+    /// The budget left for the search once the rows are held: what the bands searched at once
+    /// and the cache of shingle sets may take.
+    fn budget_left(&self) -> usize {
+        self.budget
+            .saturating_sub(self.fixed_bytes())
+            .saturating_sub(self.held_bytes())
+    }
+
+    /// Bytes one band's sort of the texts takes.
+    fn band_sort_bytes(&self) -> usize {
+        self.distinct_texts() * std::mem::size_of::<(u64, u32)>()
+    }
+
+    /// Threads the bands are searched on: the search's, fewer if the budget left holds fewer
+    /// bands' sorts (and the shingle cache's least), one at the least.
+    fn band_threads(&self) -> usize {
+        let room = self.budget_left().saturating_sub(MIN_SHINGLE_CACHE);
+        (room / self.band_sort_bytes().max(1)).clamp(1, self.search.threads.max(1))
+    }
+
+    /// The shingle cache's budget once `threads` bands' sorts are held.
+    fn shingle_cache_bytes(&self, threads: usize) -> usize {
+        let left = self
+            .budget_left()
+            .saturating_sub(threads * self.band_sort_bytes());
+        left.clamp(MIN_SHINGLE_CACHE, SHINGLE_CACHE_BYTES)
     }
 
     /// Has `report(bands done, bands)` called as the bands of [`Corpus::duplicates`] and
@@ -154,9 +260,15 @@ impl Corpus {
         self.ends.len()
     }
 
-    fn text_of(&self, t: usize) -> &str {
+    /// Text `t`, borrowed from memory or read into `scratch`.
+    fn text_of<'a>(&'a self, t: usize, scratch: &'a mut Vec<u8>) -> Result<&'a str, CapacityError> {
         let start = if t == 0 { 0 } else { self.ends[t - 1] };
-        &self.text[start..self.ends[t]]
+        let bytes = self
+            .text
+            .read(start, (self.ends[t] - start) as usize, scratch)?;
+        // the column holds what `insert` appended, whole texts; a file changed under the
+        // search is an error, not undefined behaviour
+        std::str::from_utf8(bytes).map_err(|_| CapacityError::TempFile { errno: 0 })
     }
 
     /// Adds a row. Texts without a single shingle are left out, as the band table leaves them
@@ -185,13 +297,13 @@ impl Corpus {
             ..
         } = self.search;
         // a copy of a text seen before needs no signature
-        let mut hashes: Vec<u64> = Vec::new();
+        let mut hashes: Vec<u32> = Vec::new();
         let mut fresh: Vec<usize> = Vec::new();
         reserve(&mut hashes, rows.len(), CORPUS)?;
         reserve(&mut fresh, rows.len(), CORPUS)?;
         for (i, &(_, text)) in rows.iter().enumerate() {
             hashes.push(text_hash(text));
-            if self.copy_of(hashes[i], text).is_none() {
+            if self.copy_of(hashes[i], text)?.is_none() {
                 fresh.push(i);
             }
         }
@@ -219,7 +331,7 @@ impl Corpus {
             .peekable();
         for (i, &(id, text)) in rows.iter().enumerate() {
             let signature = signatures.next_if(|(at, _)| *at == i).map(|(_, s)| s);
-            if let Some(t) = self.copy_of(hashes[i], text) {
+            if let Some(t) = self.copy_of(hashes[i], text)? {
                 // (a text first seen twice in one batch was signed for each; the first is kept)
                 push(&mut self.copies, (t, id), CORPUS)?;
                 continue;
@@ -227,13 +339,16 @@ impl Corpus {
             let signature = signature.expect("a row not seen before was signed");
             self.insert(id, text, hashes[i], signature)?;
         }
-        Ok(())
+        self.keep_within_budget()
     }
 
     /// The distinct text `text` (of hash `hash`) is stored as, if it is.
-    fn copy_of(&self, hash: u64, text: &str) -> Option<u32> {
-        let &t = self.seen.get(&hash)?;
-        (self.text_of(t as usize) == text).then_some(t)
+    fn copy_of(&self, hash: u32, text: &str) -> Result<Option<u32>, CapacityError> {
+        let Some(&t) = self.seen.get(&hash) else {
+            return Ok(None);
+        };
+        let mut scratch = Vec::new();
+        Ok((self.text_of(t as usize, &mut scratch)? == text).then_some(t))
     }
 
     /// Stores a text not seen before with its signature and first row. On an error the corpus
@@ -242,7 +357,7 @@ impl Corpus {
         &mut self,
         id: i64,
         text: &str,
-        hash: u64,
+        hash: u32,
         signature: &[u32],
     ) -> Result<(), CapacityError> {
         let Search { k, banding, .. } = self.search;
@@ -254,16 +369,30 @@ impl Corpus {
             bytes: self.ends.len(),
             limit: u32::MAX as usize,
         })?;
-        // room for everything first, so that a failure leaves nothing half-added
-        reserve_str(&mut self.text, text.len(), CORPUS)?;
+        // room for everything first, so that a failure leaves nothing half-added (a column may
+        // hold bytes past its texts' end, which nothing reads)
         reserve(&mut self.ends, 1, CORPUS)?;
-        reserve(&mut self.keys, banding.bands, CORPUS)?;
         reserve(&mut self.sketch, k, CORPUS)?;
         reserve(&mut self.first_row, 1, CORPUS)?;
         reserve_map(&mut self.seen, 1, CORPUS)?;
-        self.text.push_str(text);
+        let keys = band_keys(signature, banding);
+        let lens: Vec<u64> = self.keys.iter().map(Column::len).collect();
+        let appended = self.text.append(text.as_bytes()).and_then(|()| {
+            self.keys
+                .iter_mut()
+                .zip(&keys)
+                .try_for_each(|(column, key)| column.append(&key.to_le_bytes()))
+        });
+        if let Err(e) = appended {
+            // the bytes appended to the key columns so far are taken back
+            for (column, len) in self.keys.iter_mut().zip(lens) {
+                column.truncate(len);
+            }
+            let end = self.ends.last().copied().unwrap_or(0);
+            self.text.truncate(end);
+            return Err(e);
+        }
         self.ends.push(self.text.len());
-        self.keys.extend(band_keys(signature, banding));
         self.sketch.extend(signature.iter().map(|&v| v as u8));
         self.first_row.push(id);
         self.seen.entry(hash).or_insert(t);
@@ -272,6 +401,9 @@ impl Corpus {
 
     /// Every verified pair of distinct texts once, as `(text a, text b, similarity)` with
     /// `a < b`: a list per band, the pairs whose first shared band it is.
+    ///
+    /// A pair sharing several bands is a candidate in each; the band that finds it first (in
+    /// time, as the bands run at once) keeps it, and the others skip it unverified.
     fn verified_pairs(
         &self,
         check_interrupts: &mut dyn FnMut(),
@@ -281,22 +413,27 @@ impl Corpus {
             threshold,
             ..
         } = self.search;
-        self.for_each_bucket(check_interrupts, |work, found, band, bucket, check| {
+        let kept = PairSet::new();
+        self.for_each_bucket(check_interrupts, |work, found, _, bucket, check| {
             let BandWork {
                 near,
                 sets,
                 countdown,
                 ..
             } = work;
-            near.gather(self, band, bucket.iter().map(|&(_, t)| t))?;
+            near.gather(self, bucket.iter().map(|&(_, t)| t))?;
             for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
                 countdown.tick_by(j, check);
-                for &i in near.candidates(self, j, 0..j, self.min_matches) {
+                for &i in near.candidates(j, 0..j, self.min_matches) {
                     let x = bucket[i as usize].1;
+                    let (a, b) = (x.min(y), x.max(y));
+                    if kept.contains(a, b) {
+                        continue;
+                    }
                     let similarity =
                         sets.jaccard(self, x as usize, y as usize, shingling, check)?;
-                    if similarity >= threshold {
-                        push(found, (x.min(y), x.max(y), similarity), CORPUS)?;
+                    if similarity >= threshold && kept.insert(a, b)? {
+                        push(found, (a, b, similarity), CORPUS)?;
                     }
                 }
             }
@@ -320,9 +457,9 @@ impl Corpus {
             ) -> Result<(), CapacityError>
             + Sync,
     ) -> Result<Vec<T>, CapacityError> {
-        let (bands, n) = (self.search.banding.bands, self.distinct_texts());
-        let threads = self.search.threads.max(1);
-        let sets = SetCache::new(SHINGLE_CACHE_BYTES);
+        let bands = self.search.banding.bands;
+        let threads = self.band_threads();
+        let sets = SetCache::new(self.shingle_cache_bytes(threads));
         let progress = self.progress;
         parallel::run(
             threads,
@@ -336,10 +473,7 @@ impl Corpus {
             || BandWork::new(&sets),
             |work, band, check| {
                 let mut order = std::mem::take(&mut work.order);
-                order.clear();
-                reserve(&mut order, n, CORPUS)?;
-                order.extend((0..n).map(|t| (self.keys[t * bands + band], t as u32)));
-                sort_by(&mut order, Ord::cmp, check)?;
+                self.band_order(band, &mut order, check)?;
                 check();
                 let mut out = T::default();
                 for bucket in order.chunk_by(|x, y| x.0 == y.0) {
@@ -354,14 +488,26 @@ impl Corpus {
         )
     }
 
-    /// Whether texts `x` and `y` share the key of a band before `band`.
-    fn share_band_before(&self, x: usize, y: usize, band: usize) -> bool {
-        let bands = self.search.banding.bands;
-        let (kx, ky) = (
-            &self.keys[x * bands..][..band],
-            &self.keys[y * bands..][..band],
-        );
-        kx.iter().zip(ky).any(|(a, b)| a == b)
+    /// Every text as `(key of band, text)`, sorted, into `order`.
+    fn band_order(
+        &self,
+        band: usize,
+        order: &mut Vec<(u64, u32)>,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
+        let n = self.distinct_texts();
+        order.clear();
+        reserve(order, n, CORPUS)?;
+        self.keys[band].for_each_block(8, |block| {
+            let first = order.len() as u32;
+            order.extend(
+                block
+                    .chunks_exact(8)
+                    .zip(first..)
+                    .map(|(key, t)| (u64::from_le_bytes(key.try_into().unwrap()), t)),
+            );
+        })?;
+        sort_by(order, Ord::cmp, check_interrupts)
     }
 
     /// Whether the signatures of texts `x` and `y` agree on enough low bytes to be verified
@@ -388,13 +534,13 @@ impl Corpus {
     /// root look-ups in every later one; only a text that joins no part is compared with every
     /// text of the parts, which is what verifying every pair costs.
     ///
-    /// Once a bucket is done, any two of its texts are connected or were verified and failed,
-    /// so a pair that shares an earlier band is skipped, as in [`Corpus::verified_pairs`].
+    /// Once a bucket is done, any two of its texts are connected or were verified and failed;
+    /// a pair that failed is verified again in each further band it shares (a pair under the
+    /// threshold shares few), and a connected one is skipped.
     ///
     /// The bands run at once on the search's threads, joining one shared union-find: a band
     /// groups its buckets by the clusters joined so far by every band, which only saves it
-    /// verifications, and the argument above holds whatever the order (a pair skipped for an
-    /// earlier band is settled by that band's thread). A candidate pair that another band has
+    /// verifications, and the argument above holds whatever the order. A candidate pair that another band has
     /// joined since the bucket was split joins its group and part without a verification, so
     /// bands that start together on a crowded bucket do not verify it once each. Returns the
     /// number of pairs verified exactly.
@@ -411,7 +557,7 @@ impl Corpus {
         let n = self.distinct_texts();
         let verified = self.for_each_bucket(
             check_interrupts,
-            |work, verified: &mut usize, band, bucket, check| {
+            |work, verified: &mut usize, _, bucket, check| {
                 let BandWork {
                     near,
                     sets,
@@ -427,7 +573,7 @@ impl Corpus {
                     return Ok(());
                 }
                 // the bucket's texts in group order: group g is `near`'s texts `groups.start[g]..`
-                near.gather(self, band, groups.texts.iter().copied())?;
+                near.gather(self, groups.texts.iter().copied())?;
                 // parts as (first group, last group) of a list linked through `groups.next`
                 for g in 0..groups.count() {
                     let (mut last, mut kept) = (g, 0);
@@ -439,7 +585,7 @@ impl Corpus {
                             loop {
                                 let range = groups.positions(h);
                                 countdown.tick_by(range.len(), check);
-                                for &i in near.candidates(self, j, range, self.min_matches) {
+                                for &i in near.candidates(j, range, self.min_matches) {
                                     let (x, y) = (
                                         groups.texts[i as usize] as usize,
                                         groups.texts[j] as usize,
@@ -524,9 +670,10 @@ impl Corpus {
             ..
         } = self.search;
         let (n, bands) = (self.distinct_texts(), banding.bands);
+        self.finish_loading()?;
         let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
         self.keys = Vec::new();
-        let sets = SetCache::new(SHINGLE_CACHE_BYTES);
+        let sets = SetCache::new(self.shingle_cache_bytes(1));
         let mut kept_by = filled(n, NONE, CORPUS)?;
         let mut countdown = Countdown::new();
         for t in 0..n {
@@ -561,6 +708,7 @@ impl Corpus {
             }
         }
         drop((buckets, sets));
+        self.free_search_data();
         // rows per group, then every row of a group of two or more
         let mut size = filled(n, 0usize, CORPUS)?;
         for t in 0..n {
@@ -602,7 +750,6 @@ impl Corpus {
         &mut self,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<(Vec<(i64, u32)>, Vec<usize>, Vec<i64>), CapacityError> {
-        self.seen = HashMap::new();
         let n = self.distinct_texts();
         // every row as (id, text), in id order
         let mut rows: Vec<(i64, u32)> = Vec::new();
@@ -640,10 +787,10 @@ impl Corpus {
         mut check_interrupts: F,
     ) -> Result<Pairs<F>, CapacityError> {
         let n = self.distinct_texts();
-        // (copies are found while loading only)
-        self.seen = HashMap::new();
+        self.finish_loading()?;
         // the verified pairs of distinct texts, as an adjacency list per text
         let verified = self.verified_pairs(&mut check_interrupts)?;
+        self.free_search_data();
         let mut neighbour_offsets = filled(n + 1, 0usize, CORPUS)?;
         for &(x, y, _) in verified.iter().flatten() {
             neighbour_offsets[x as usize + 1] += 1;
@@ -698,9 +845,10 @@ impl Corpus {
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<Vec<(i64, i64)>, CapacityError> {
         let n = self.distinct_texts();
-        self.seen = HashMap::new();
+        self.finish_loading()?;
         let uf = SharedUnionFind::try_new(n)?;
         self.connect(&uf, check_interrupts)?;
+        self.free_search_data();
         let (_, offsets, ids) = self.rows_by_text(check_interrupts)?;
         let rows = |t: usize| &ids[offsets[t]..offsets[t + 1]];
         // per root: smallest id and number of rows in the cluster
@@ -922,12 +1070,9 @@ impl BucketIndex {
             start: filled(n * bands, 0u32, CORPUS)?,
         };
         let mut order: Vec<(u64, u32)> = Vec::new();
-        reserve(&mut order, n, CORPUS)?;
         let mut countdown = Countdown::new();
         for band in 0..bands {
-            order.clear();
-            order.extend((0..n).map(|t| (corpus.keys[t * bands + band], t as u32)));
-            sort_by(&mut order, Ord::cmp, check_interrupts)?;
+            corpus.band_order(band, &mut order, check_interrupts)?;
             let texts = &mut index.texts[band * n..(band + 1) * n];
             let mut start = 0;
             for (i, &(key, t)) in order.iter().enumerate() {
@@ -967,12 +1112,9 @@ impl BucketIndex {
 /// miss or two away in a large corpus; copied once per bucket, the m(m-1)/2 pairs of a crowded
 /// bucket of m texts are compared in cache, a few nanoseconds each, where reading the sketches
 /// in place cost a miss or more per pair. Nearly every pair of a crowded bucket is told apart
-/// by its sketch; only the few that agree read their keys (for the earlier bands) in place.
-/// The space is reused from bucket to bucket.
+/// by its sketch. The space is reused from bucket to bucket.
 #[derive(Default)]
 struct Bucket {
-    texts: Vec<u32>,
-    band: usize,
     /// Sketch bytes, `k` per text.
     sketch: Vec<u8>,
     k: usize,
@@ -983,18 +1125,15 @@ struct Bucket {
 }
 
 impl Bucket {
-    /// Copies in the sketches of `texts`, a bucket of `band`, in the order given.
+    /// Copies in the sketches of `texts`, a bucket, in the order given.
     fn gather(
         &mut self,
         corpus: &Corpus,
-        band: usize,
         texts: impl ExactSizeIterator<Item = u32> + Clone,
     ) -> Result<(), CapacityError> {
         let k = corpus.search.k;
         let m = texts.len();
-        self.texts.clear();
         self.sketch.clear();
-        reserve(&mut self.texts, m, CORPUS)?;
         reserve(&mut self.agree, m, CORPUS)?;
         reserve(&mut self.sketch, m.saturating_mul(k), CORPUS)?;
         // the texts of a bucket lie anywhere in the corpus: their lines are asked for a few
@@ -1004,21 +1143,18 @@ impl Bucket {
             if let Some(u) = ahead.next() {
                 prefetch(&corpus.sketch[u as usize * k..][..k]);
             }
-            self.texts.push(t);
             self.sketch
                 .extend_from_slice(&corpus.sketch[t as usize * k..][..k]);
         }
-        (self.band, self.k, self.wide) = (band, k, wide_compares());
+        (self.k, self.wide) = (k, wide_compares());
         Ok(())
     }
 
     /// The positions `i` in `range` whose text and position `j`'s are a candidate pair to
-    /// verify in this band: their sketches agree on at least `min_matches` bytes (see
-    /// [`min_sketch_matches`]), compared a row at a time in cache, and they share no earlier
-    /// band (where they were looked at already), which only the few that agree read in place.
+    /// verify: their sketches agree on at least `min_matches` bytes (see
+    /// [`min_sketch_matches`]), compared a row at a time in cache.
     fn candidates(
         &mut self,
-        corpus: &Corpus,
         j: usize,
         range: std::ops::Range<usize>,
         min_matches: usize,
@@ -1043,9 +1179,6 @@ impl Bucket {
                 }
             }
         }
-        let (texts, band, y) = (&self.texts, self.band, self.texts[j] as usize);
-        self.agree
-            .retain(|&i| !corpus.share_band_before(texts[i as usize] as usize, y, band));
         &self.agree
     }
 }
@@ -1161,6 +1294,46 @@ impl BandWork<'_> {
     }
 }
 
+/// The least the cache of shingle sets gets, whatever the budget.
+const MIN_SHINGLE_CACHE: usize = 16 << 20;
+
+/// Pairs of texts `(a, b)`, `a < b`, shared by the threads of a search: a set in shards, each
+/// behind its own lock, held for a hash probe only.
+struct PairSet {
+    shards: Vec<Mutex<HashSet<u64>>>,
+}
+
+/// Shards of a [`PairSet`]: enough that threads rarely wait on one another.
+const PAIR_SHARDS: usize = 64;
+
+impl PairSet {
+    fn new() -> PairSet {
+        PairSet {
+            shards: (0..PAIR_SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    fn shard(&self, pair: u64) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        // (a multiplicative hash: the texts of a pair are near one another in number)
+        let at = (pair.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % PAIR_SHARDS;
+        // (nothing panics while holding it; a poisoned lock still holds a consistent set)
+        self.shards[at].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn contains(&self, a: u32, b: u32) -> bool {
+        let pair = (u64::from(a) << 32) | u64::from(b);
+        self.shard(pair).contains(&pair)
+    }
+
+    /// Adds the pair; false if it was there.
+    fn insert(&self, a: u32, b: u32) -> Result<bool, CapacityError> {
+        let pair = (u64::from(a) << 32) | u64::from(b);
+        let mut shard = self.shard(pair);
+        reserve_set(&mut shard, 1, CORPUS)?;
+        Ok(shard.insert(pair))
+    }
+}
+
 /// Shingle sets of the texts being verified, shared by the threads of a search: each set is
 /// built once while they fit `budget` bytes; when the next one does not, the cache starts over.
 /// A set is built outside the lock (two threads may build one set at once; one copy stays),
@@ -1199,7 +1372,9 @@ impl SetCache {
         if let Some(set) = self.cached().sets.get(&(t as u32)) {
             return Ok(Arc::clone(set));
         }
-        let set = Arc::new(ShingleSet::try_new(corpus.text_of(t), shingling, check)?);
+        let mut scratch = Vec::new();
+        let text = corpus.text_of(t, &mut scratch)?;
+        let set = Arc::new(ShingleSet::try_new(text, shingling, check)?);
         let size = set.heap_bytes() + std::mem::size_of::<(u32, Arc<ShingleSet>)>();
         let mut cached = self.cached();
         if cached.bytes + size > self.budget {
@@ -1467,12 +1642,11 @@ mod tests {
             let corpus = load(&docs, s);
             let n = corpus.distinct_texts();
             // the largest bucket of the first band holds a good part of the texts
-            let mut first_band: Vec<u64> =
-                (0..n).map(|t| corpus.keys[t * s.banding.bands]).collect();
-            first_band.sort_unstable();
+            let mut first_band = Vec::new();
+            corpus.band_order(0, &mut first_band, &mut || {}).unwrap();
             let largest = first_band
-                .chunk_by(|x, y| x == y)
-                .map(<[u64]>::len)
+                .chunk_by(|x, y| x.0 == y.0)
+                .map(<[(u64, u32)]>::len)
                 .max()
                 .unwrap();
             assert!(largest >= n / 10, "largest bucket {largest} of {n} texts");
@@ -1503,20 +1677,13 @@ mod tests {
             // clusters verify a fraction of the candidates that listing every pair verifies
             let corpus = load(&docs, s);
             let candidates: usize = corpus
-                .for_each_bucket(
-                    &mut || {},
-                    |work, candidates: &mut usize, band, bucket, _| {
-                        work.near
-                            .gather(&corpus, band, bucket.iter().map(|&(_, t)| t))?;
-                        for j in 0..bucket.len() {
-                            *candidates += work
-                                .near
-                                .candidates(&corpus, j, 0..j, corpus.min_matches)
-                                .len();
-                        }
-                        Ok(())
-                    },
-                )
+                .for_each_bucket(&mut || {}, |work, candidates: &mut usize, _, bucket, _| {
+                    work.near.gather(&corpus, bucket.iter().map(|&(_, t)| t))?;
+                    for j in 0..bucket.len() {
+                        *candidates += work.near.candidates(j, 0..j, corpus.min_matches).len();
+                    }
+                    Ok(())
+                })
                 .unwrap()
                 .into_iter()
                 .sum();
@@ -1526,6 +1693,56 @@ mod tests {
                 verified * ratio <= candidates,
                 "{verified} of {candidates} candidates verified at {threshold}"
             );
+        }
+    }
+
+    /// A search whose texts and keys pass its budget gives what the search in memory gives,
+    /// from temporary files, on crowded and on random texts, on one thread and on three, in
+    /// every mode; it moves them once they pass half the budget, and a budget too small for
+    /// two bands' sorts searches one band at a time.
+    #[test]
+    fn a_search_over_its_budget_gives_the_same_results_from_files() {
+        let mut docs = form_letters(1500, 21);
+        docs.extend(corpus_texts(1500, 22));
+        // copies, some of which come after the move to the files
+        docs.extend(docs[..200].to_vec());
+        for (threshold, threads) in [(0.8, 1), (0.7, 3), (0.5, 3)] {
+            let s = on_threads(threshold, threads);
+            let in_memory = load(&docs, s);
+            assert!(!in_memory.spilled());
+            let bounded = |budget: usize| {
+                let mut corpus = Corpus::new(s);
+                corpus.spill_to(crate::core::spill::test_dir(), budget, None);
+                let rows: Vec<(i64, &str)> = docs
+                    .iter()
+                    .enumerate()
+                    .map(|(id, d)| (id as i64, d.as_str()))
+                    .collect();
+                for batch in rows.chunks(500) {
+                    corpus.add_rows(batch, &mut || {}).unwrap();
+                }
+                corpus
+            };
+            // texts and keys of ~3,000 texts take ~600 kB: 64 kB keeps half of them in memory
+            let corpus = bounded(64 << 10);
+            assert!(corpus.spilled());
+            assert_eq!(corpus.held_bytes(), 0);
+            assert_eq!(corpus.band_threads(), 1);
+            assert_eq!(corpus.shingle_cache_bytes(1), MIN_SHINGLE_CACHE);
+            let pairs: Vec<_> = corpus.duplicates(|| {}).unwrap().collect();
+            let expected: Vec<_> = in_memory.duplicates(|| {}).unwrap().collect();
+            assert!(expected.len() > 1000, "{} pairs", expected.len());
+            assert_eq!(pairs, expected, "pairs at {threshold} on {threads}");
+            for mode in [ClusterMode::Connected, ClusterMode::Representative] {
+                let ours = bounded(64 << 10).clusters_in(mode, &mut || {}).unwrap();
+                let theirs = load(&docs, s).clusters_in(mode, &mut || {}).unwrap();
+                assert_eq!(ours, theirs, "{mode:?} at {threshold} on {threads}");
+            }
+            // a budget the texts and keys fit in half of stays in memory
+            let roomy = bounded(64 << 20);
+            assert!(!roomy.spilled());
+            assert!(roomy.held_bytes() > 500_000);
+            assert_eq!(roomy.band_threads(), threads);
         }
     }
 

@@ -22,6 +22,7 @@ pub mod signature;
 mod simd;
 pub mod sketch;
 pub mod sort;
+pub mod spill;
 
 #[cfg(any(test, feature = "pg_test"))]
 pub mod testing;

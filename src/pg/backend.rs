@@ -3,7 +3,9 @@
 
 use std::cell::RefCell;
 
+use crate::core::dedup::Corpus;
 use crate::core::signature::Signer;
+use crate::core::spill::SpillDir;
 
 thread_local! {
     /// One set of signature buffers per backend: signing a table reuses them row after row
@@ -33,6 +35,29 @@ pub(crate) fn search_threads() -> usize {
         halt_helpers_on_exit();
     }
     threads
+}
+
+/// Keeps a whole-table search within `maintenance_work_mem`, as far as `Corpus::spill_to` can,
+/// with its temporary files in the data directory's `base/pgsql_tmp` (the backend's working
+/// directory is the data directory), named as PostgreSQL's own, `pgsql_tmp<pid>.`, which a
+/// restart after a crash removes (they are unlinked as they are made, so none is left).
+pub(crate) fn bound_search(corpus: &mut Corpus) {
+    // SAFETY: reads an integer setting (kilobytes) and the process id of this backend.
+    let (kilobytes, pid) = unsafe { (pgrx::pg_sys::maintenance_work_mem, pgrx::pg_sys::MyProcPid) };
+    let budget = usize::try_from(kilobytes).unwrap_or(0).saturating_mul(1024);
+    let dir = SpillDir {
+        dir: "base/pgsql_tmp".into(),
+        prefix: format!("pgsql_tmp{pid}"),
+    };
+    corpus.spill_to(dir, budget, Some(spilled));
+}
+
+/// Says at DEBUG1 that a search's texts and keys moved to temporary files.
+fn spilled() {
+    pgrx::debug1!(
+        "pg_minhash: the texts and band keys of a whole-table search passed half of \
+         maintenance_work_mem and moved to temporary files"
+    );
 }
 
 /// Makes the process's exit stop a search's helper threads first. A FATAL (pg_terminate_backend,

@@ -10,7 +10,7 @@ use pgrx::{AnyArray, AnyElement, PgSqlErrorCode};
 use crate::core::components::try_components;
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::{check_k, check_threshold, default_banding, ClusterMode, Shingling};
-use crate::pg::backend::{interrupts, search_threads};
+use crate::pg::backend::{bound_search, interrupts, search_threads};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
 use crate::sql::array_arg;
@@ -108,6 +108,7 @@ fn load_arrays(
         );
     }
     let mut corpus = Corpus::new(search);
+    bound_search(&mut corpus);
     // SAFETY: reading the backend's current memory context: the function's multi-call one.
     let mut ids = Ids::new(elemtype, collation, unsafe { pg_sys::CurrentMemoryContext });
     let mut rows: Vec<(i64, &str)> = Vec::new();

@@ -7,7 +7,7 @@ use pgrx::{AnyElement, PgSqlErrorCode};
 
 use crate::core::dedup::{Corpus, Search};
 use crate::core::params::ClusterMode;
-use crate::pg::backend::{interrupts, search_threads};
+use crate::pg::backend::{bound_search, interrupts, search_threads};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::ids::{by_rank, keyed_clusters, keyed_pairs, Ids};
 use crate::pg::names::{equality_operator, type_name};
@@ -158,6 +158,7 @@ const CLUSTERS: &str = "minhash_clusters";
 fn corpus_reported(search: Search, what: &'static str) -> Corpus {
     progress::search_started(what);
     let mut corpus = Corpus::new(search);
+    bound_search(&mut corpus);
     corpus.report_progress(progress::bands_searched);
     corpus
 }

@@ -1,7 +1,8 @@
 -- Whole-table searches on several threads (1 + max_parallel_workers_per_gather, at most
 -- max_parallel_workers): the same pairs and clusters as on one, equal to verifying every
--- candidate of the band table; typed ids and the array forms too; a cancel during a threaded
--- search is served and leaves the session usable.
+-- candidate of the band table; typed ids and the array forms too; the same from temporary
+-- files under a small maintenance_work_mem; a cancel during a threaded search is served and
+-- leaves the session usable.
 SET client_min_messages = warning;
 
 -- Form letters (one template, a number in each: crowded buckets whose rows are partly above,
@@ -57,6 +58,20 @@ SET LOCAL max_parallel_workers = 1;
 SELECT * FROM searched(3);
 COMMIT;
 
+-- Within a budget (maintenance_work_mem) that the texts and band keys pass half of, they go to
+-- temporary files and the bands are searched one at a time: the same pairs and clusters.
+BEGIN;
+SET LOCAL max_parallel_workers = 8;
+SET LOCAL maintenance_work_mem = '1MB';
+SELECT * FROM searched(0);
+SELECT * FROM searched(3);
+SELECT count(*), sum(id * 10007 + cluster_id) FROM minhash_clusters('letters', mode => 'representative');
+-- (the move is said at DEBUG1, once per search)
+SET LOCAL client_min_messages = debug1;
+SELECT count(*) FROM minhash_duplicates((SELECT array_agg(id ORDER BY id) FROM letters),
+                                        (SELECT array_agg(body ORDER BY id) FROM letters));
+COMMIT;
+
 -- keep-one groups run on one thread whatever the setting: the same groups
 SELECT count(*), sum(id * 10007 + cluster_id) FROM minhash_clusters('letters', mode => 'representative');
 SET max_parallel_workers_per_gather = 3;
@@ -88,6 +103,12 @@ SET max_parallel_workers_per_gather = 3;
 CREATE TABLE four_threads AS SELECT * FROM forms();
 SELECT o.what, o.n, o.n = f.n AND o.checksum = f.checksum AS same_on_four_threads
 FROM one_thread o JOIN four_threads f USING (what) ORDER BY 1;
+-- and from temporary files
+SET maintenance_work_mem = '1MB';
+CREATE TABLE from_files AS SELECT * FROM forms();
+RESET maintenance_work_mem;
+SELECT o.what, o.n = f.n AND o.checksum = f.checksum AS same_from_files
+FROM one_thread o JOIN from_files f USING (what) ORDER BY 1;
 
 -- A cancel (statement_timeout) during a threaded search of 500,000 texts: 57014, and the
 -- session goes on.
@@ -108,7 +129,7 @@ SELECT cancelled('SELECT count(*) FROM big, minhash_duplicates(big.ids, big.text
 RESET statement_timeout;
 SELECT count(*) FROM minhash_duplicates('letters');
 
-DROP TABLE one_thread, four_threads, expected, big;
+DROP TABLE one_thread, four_threads, from_files, expected, big;
 DROP FUNCTION searched(int);
 DROP FUNCTION cancelled(text);
 DROP FUNCTION forms();
