@@ -88,8 +88,9 @@ pub struct Corpus {
     /// Where the texts and keys go past half of `budget` bytes; `None` keeps them in memory.
     spill: Option<SpillDir>,
     budget: usize,
-    /// Called once, on the calling thread, as the texts and keys move to the files.
-    spilled: Option<fn()>,
+    /// Called on the calling thread as the keys, then the texts, move to the files, with what
+    /// moved.
+    spilled: Option<fn(&str)>,
 }
 
 /// A verified pair of distinct texts, `(a, b, similarity)` with `a < b`.
@@ -158,20 +159,24 @@ impl Corpus {
     }
 
     /// Keeps the search within `budget` bytes where it can: once the texts and band keys held
-    /// pass half of it, they move to temporary files of `dir` (and are read back from there);
+    /// pass half of it, they move to temporary files of `dir`, the keys first (see
+    /// [`Corpus::keep_within_budget`]), and are read back from there;
     /// the bands searched at once and the cache of shingle sets are sized to what the budget
     /// leaves. What stays in memory whatever the budget is the sketch, first row and text
     /// offset of each distinct text, the copies, and one band's sort of the texts by key.
     /// `spilled` is called as they move.
-    pub fn spill_to(&mut self, dir: SpillDir, budget: usize, spilled: Option<fn()>) {
+    pub fn spill_to(&mut self, dir: SpillDir, budget: usize, spilled: Option<fn(&str)>) {
         self.spill = Some(dir);
         self.budget = budget;
         self.spilled = spilled;
     }
 
-    /// Whether the texts and keys are in temporary files.
-    pub fn spilled(&self) -> bool {
-        self.text.on_disk()
+    /// Whether the keys and whether the texts are in temporary files.
+    pub fn spilled(&self) -> (bool, bool) {
+        (
+            self.keys.first().is_some_and(Column::on_disk),
+            self.text.on_disk(),
+        )
     }
 
     /// Bytes held whatever the budget: per distinct text its sketch, first row and end, and
@@ -186,17 +191,27 @@ impl Corpus {
         self.text.in_memory() + self.keys.iter().map(Column::in_memory).sum::<usize>()
     }
 
-    /// Moves the texts and keys to temporary files once they pass half the budget.
+    /// Moves the keys to temporary files once the texts and keys pass half the budget, and the
+    /// texts once they alone do. The keys go first: a band reads its keys once, in order, and a
+    /// verification reads texts at random.
     fn keep_within_budget(&mut self) -> Result<(), CapacityError> {
-        if let Some(dir) = &self.spill {
-            if !self.text.on_disk() && self.held_bytes() > self.budget / 2 {
-                self.text.spill(dir)?;
-                for column in &mut self.keys {
-                    column.spill(dir)?;
-                }
-                if let Some(spilled) = self.spilled {
-                    spilled();
-                }
+        let Some(dir) = &self.spill else {
+            return Ok(());
+        };
+        let half = self.budget / 2;
+        let keys_on_disk = self.keys.first().is_some_and(Column::on_disk);
+        if !keys_on_disk && self.held_bytes() > half {
+            for column in &mut self.keys {
+                column.spill(dir)?;
+            }
+            if let Some(spilled) = self.spilled {
+                spilled("band keys");
+            }
+        }
+        if !self.text.on_disk() && self.text.in_memory() > half {
+            self.text.spill(dir)?;
+            if let Some(spilled) = self.spilled {
+                spilled("texts");
             }
         }
         Ok(())
@@ -1698,8 +1713,8 @@ mod tests {
 
     /// A search whose texts and keys pass its budget gives what the search in memory gives,
     /// from temporary files, on crowded and on random texts, on one thread and on three, in
-    /// every mode; it moves them once they pass half the budget, and a budget too small for
-    /// two bands' sorts searches one band at a time.
+    /// every mode; it moves them once they pass half the budget (the keys first), and a budget
+    /// too small for two bands' sorts searches one band at a time.
     #[test]
     fn a_search_over_its_budget_gives_the_same_results_from_files() {
         let mut docs = form_letters(1500, 21);
@@ -1709,7 +1724,7 @@ mod tests {
         for (threshold, threads) in [(0.8, 1), (0.7, 3), (0.5, 3)] {
             let s = on_threads(threshold, threads);
             let in_memory = load(&docs, s);
-            assert!(!in_memory.spilled());
+            assert_eq!(in_memory.spilled(), (false, false));
             let bounded = |budget: usize| {
                 let mut corpus = Corpus::new(s);
                 corpus.spill_to(crate::core::spill::test_dir(), budget, None);
@@ -1725,7 +1740,7 @@ mod tests {
             };
             // texts and keys of ~3,000 texts take ~600 kB: 64 kB keeps half of them in memory
             let corpus = bounded(64 << 10);
-            assert!(corpus.spilled());
+            assert_eq!(corpus.spilled(), (true, true));
             assert_eq!(corpus.held_bytes(), 0);
             assert_eq!(corpus.band_threads(), 1);
             assert_eq!(corpus.shingle_cache_bytes(1), MIN_SHINGLE_CACHE);
@@ -1738,9 +1753,17 @@ mod tests {
                 let theirs = load(&docs, s).clusters_in(mode, &mut || {}).unwrap();
                 assert_eq!(ours, theirs, "{mode:?} at {threshold} on {threads}");
             }
+            // ~220 kB of texts and ~410 kB of keys: 1 MB moves the keys only
+            let keys_only = bounded(1 << 20);
+            assert_eq!(keys_only.spilled(), (true, false));
+            let pairs: Vec<_> = keys_only.duplicates(|| {}).unwrap().collect();
+            assert_eq!(
+                pairs, expected,
+                "pairs at {threshold} on {threads}, keys on disk"
+            );
             // a budget the texts and keys fit in half of stays in memory
             let roomy = bounded(64 << 20);
-            assert!(!roomy.spilled());
+            assert_eq!(roomy.spilled(), (false, false));
             assert!(roomy.held_bytes() > 500_000);
             assert_eq!(roomy.band_threads(), threads);
         }

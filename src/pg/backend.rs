@@ -52,11 +52,11 @@ pub(crate) fn bound_search(corpus: &mut Corpus) {
     corpus.spill_to(dir, budget, Some(spilled));
 }
 
-/// Says at DEBUG1 that a search's texts and keys moved to temporary files.
-fn spilled() {
+/// Says at DEBUG1 that a search's band keys or texts moved to temporary files.
+fn spilled(what: &str) {
     pgrx::debug1!(
-        "pg_minhash: the texts and band keys of a whole-table search passed half of \
-         maintenance_work_mem and moved to temporary files"
+        "pg_minhash: a whole-table search passed half of maintenance_work_mem: its {what} \
+         moved to temporary files"
     );
 }
 
