@@ -22,6 +22,9 @@ pub enum CapacityError {
     /// A temporary file failed with OS error `errno` (SQLSTATE 53100 disk_full for ENOSPC,
     /// 58030 io_error otherwise).
     TempFile { errno: i32 },
+    /// The temporary files would pass `temp_file_limit`, `kilobytes` (SQLSTATE 53400
+    /// configuration_limit_exceeded, as PostgreSQL's own temporary files).
+    TempFileLimit { kilobytes: u64 },
 }
 
 impl fmt::Display for CapacityError {
@@ -39,6 +42,10 @@ impl fmt::Display for CapacityError {
                 f,
                 "could not use a temporary file for the rows being searched: {}",
                 std::io::Error::from_raw_os_error(errno)
+            ),
+            CapacityError::TempFileLimit { kilobytes } => write!(
+                f,
+                "temporary file size exceeds temp_file_limit ({kilobytes}kB)"
             ),
         }
     }

@@ -6,8 +6,8 @@
 //! joining the band table with itself and verifying every candidate, but faster:
 //! - identical texts are stored once; copies of a text are pairs of similarity 1 and share all
 //!   its other pairs, so n copies cost one signature and one set of candidates;
-//! - candidate pairs are formed band by band from sorted keys, and a pair is looked at only in
-//!   the first band it shares (no set of pairs is ever built);
+//! - candidate pairs are formed band by band from sorted keys (no set of candidate pairs is
+//!   ever built; a pair found is kept once, in a set of the pairs found);
 //! - before the exact check, a candidate must agree on enough low bytes of its signature slots
 //!   (see [`min_sketch_matches`]), which throws away unrelated texts that collide in a crowded
 //!   bucket for a few nanoseconds each;
@@ -214,7 +214,18 @@ impl Corpus {
                 spilled("texts");
             }
         }
-        Ok(())
+        // (checked once per batch of rows added)
+        let on_disk: u64 = std::iter::once(&self.text)
+            .chain(&self.keys)
+            .filter(|c| c.on_disk())
+            .map(Column::len)
+            .sum();
+        match dir.limit {
+            Some(limit) if on_disk > limit => Err(CapacityError::TempFileLimit {
+                kilobytes: limit / 1024,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Ends the loading: what is buffered for the files is written, and the map of distinct
@@ -1760,6 +1771,23 @@ mod tests {
             assert_eq!(
                 pairs, expected,
                 "pairs at {threshold} on {threads}, keys on disk"
+            );
+            // temp_file_limit
+            let mut limited = Corpus::new(s);
+            let mut dir = crate::core::spill::test_dir();
+            dir.limit = Some(100 << 10);
+            limited.spill_to(dir, 64 << 10, None);
+            let rows: Vec<(i64, &str)> = docs
+                .iter()
+                .enumerate()
+                .map(|(id, d)| (id as i64, d.as_str()))
+                .collect();
+            let refused = rows
+                .chunks(500)
+                .try_for_each(|batch| limited.add_rows(batch, &mut || {}));
+            assert_eq!(
+                refused,
+                Err(CapacityError::TempFileLimit { kilobytes: 100 })
             );
             // a budget the texts and keys fit in half of stays in memory
             let roomy = bounded(64 << 20);

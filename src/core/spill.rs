@@ -18,11 +18,13 @@ use super::capacity::{reserve, CapacityError};
 /// Bytes a column collects before writing them to its file.
 const WRITE_BUFFER: usize = 1 << 20;
 
-/// Where the temporary files of a process go: `dir/prefix.minhash.N`.
+/// Where the temporary files of a process go: `dir/prefix.minhash.N`, and how many bytes the
+/// files of one search may hold (`None`: no limit).
 #[derive(Clone, Debug)]
 pub struct SpillDir {
     pub dir: PathBuf,
     pub prefix: String,
+    pub limit: Option<u64>,
 }
 
 /// Files made by this process so far, for unique names.
@@ -188,6 +190,7 @@ pub fn test_dir() -> SpillDir {
     SpillDir {
         dir: std::env::temp_dir().join("pg_minhash_spill_tests"),
         prefix: format!("test{}", std::process::id()),
+        limit: None,
     }
 }
 
@@ -248,6 +251,7 @@ mod tests {
         let dir = SpillDir {
             dir: PathBuf::from("/proc/pg_minhash/none"),
             prefix: "x".into(),
+            limit: None,
         };
         let mut c = Column::default();
         assert!(matches!(

@@ -40,14 +40,23 @@ pub(crate) fn search_threads() -> usize {
 /// Keeps a whole-table search within `maintenance_work_mem`, as far as `Corpus::spill_to` can,
 /// with its temporary files in the data directory's `base/pgsql_tmp` (the backend's working
 /// directory is the data directory), named as PostgreSQL's own, `pgsql_tmp<pid>.`, which a
-/// restart after a crash removes (they are unlinked as they are made, so none is left).
+/// restart after a crash removes (they are unlinked as they are made, so none is left); at
+/// most `temp_file_limit` of them per search.
 pub(crate) fn bound_search(corpus: &mut Corpus) {
-    // SAFETY: reads an integer setting (kilobytes) and the process id of this backend.
-    let (kilobytes, pid) = unsafe { (pgrx::pg_sys::maintenance_work_mem, pgrx::pg_sys::MyProcPid) };
+    // SAFETY: reads two integer settings (kilobytes; -1 is no limit) and the process id of
+    // this backend.
+    let (kilobytes, limit, pid) = unsafe {
+        (
+            pgrx::pg_sys::maintenance_work_mem,
+            pgrx::pg_sys::temp_file_limit,
+            pgrx::pg_sys::MyProcPid,
+        )
+    };
     let budget = usize::try_from(kilobytes).unwrap_or(0).saturating_mul(1024);
     let dir = SpillDir {
         dir: "base/pgsql_tmp".into(),
         prefix: format!("pgsql_tmp{pid}"),
+        limit: u64::try_from(limit).ok().map(|kb| kb.saturating_mul(1024)),
     };
     corpus.spill_to(dir, budget, Some(spilled));
 }

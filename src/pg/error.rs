@@ -40,7 +40,7 @@ impl<T> OrRaise<T> for Result<T, CapacityError> {
 }
 
 /// Raises 53200 out_of_memory for a failed allocation, 54000 program_limit_exceeded for a
-/// result over a hard limit, 53100 disk_full or 58030 io_error for a temporary file. Also the core's handler for the functions that keep an infallible
+/// result over a hard limit, 53100 disk_full or 58030 io_error for a temporary file, 53400 past temp_file_limit. Also the core's handler for the functions that keep an infallible
 /// signature (see [`install_capacity_handler`]).
 pub fn raise_capacity(e: CapacityError) -> ! {
     let code = match e {
@@ -50,6 +50,7 @@ pub fn raise_capacity(e: CapacityError) -> ! {
             PgSqlErrorCode::ERRCODE_DISK_FULL
         }
         CapacityError::TempFile { .. } => PgSqlErrorCode::ERRCODE_IO_ERROR,
+        CapacityError::TempFileLimit { .. } => PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
     };
     raise(code, e.to_string(), None)
 }

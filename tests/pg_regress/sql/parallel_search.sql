@@ -89,6 +89,13 @@ SET LOCAL maintenance_work_mem = '64MB';
 SELECT count(*), sum(hashint8(id_a) # hashint8(id_b)) FROM long_texts, minhash_duplicates(ids, texts);
 COMMIT;
 
+-- The files of a search are held to temp_file_limit: 53400, as PostgreSQL's own.
+SET maintenance_work_mem = '1MB';
+SET temp_file_limit = '64kB';
+SELECT count(*) FROM long_texts, minhash_duplicates(ids, texts);
+RESET temp_file_limit;
+RESET maintenance_work_mem;
+
 -- keep-one groups run on one thread whatever the setting: the same groups
 SELECT count(*), sum(id * 10007 + cluster_id) FROM minhash_clusters('letters', mode => 'representative');
 SET max_parallel_workers_per_gather = 3;
