@@ -22,7 +22,9 @@
 //! the bands searched at once and the cache of shingle sets share what is left.
 
 use std::cmp::Reverse;
+use std::collections::hash_map::RandomState;
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
 use super::bands::band_keys;
@@ -81,10 +83,11 @@ pub struct Corpus {
     copies: Vec<(u32, i64)>,
     /// Called on the calling thread as the bands of a search finish: `(bands done, bands)`.
     progress: Option<fn(usize, usize)>,
-    /// Distinct texts by 32 bits of a hash of the text; a hit is confirmed byte for byte, and a
-    /// different text with the same bits is simply stored as a text of its own (a copy of it
-    /// then pairs with it by verification, at similarity 1, as a copy would).
+    /// Distinct texts by 32 bits of a hash of the text keyed at random for this search (so no
+    /// input can be made to collide), from which they are probed in turn (`h`, `h + 1`, ...);
+    /// a hit is confirmed byte for byte.
     seen: HashMap<u32, u32>,
+    hasher: RandomState,
     /// Where the texts and keys go past half of `budget` bytes; `None` keeps them in memory.
     spill: Option<SpillDir>,
     budget: usize,
@@ -98,11 +101,6 @@ type TextPair = (u32, u32, f64);
 
 /// Rows signed by one task of [`Corpus::add_rows`].
 const SIGN_CHUNK: usize = 256;
-
-/// The hash distinct texts are found by.
-fn text_hash(text: &str) -> u32 {
-    mur3::murmurhash3_x64_128(text.as_bytes(), 0).0 as u32
-}
 
 /// What the corpus's memory holds; named in out-of-memory errors.
 const CORPUS: &str = "the rows being searched";
@@ -152,6 +150,7 @@ impl Corpus {
             copies: Vec::new(),
             progress: None,
             seen: HashMap::new(),
+            hasher: RandomState::new(),
             spill: None,
             budget: usize::MAX,
             spilled: None,
@@ -328,7 +327,7 @@ impl Corpus {
         reserve(&mut hashes, rows.len(), CORPUS)?;
         reserve(&mut fresh, rows.len(), CORPUS)?;
         for (i, &(_, text)) in rows.iter().enumerate() {
-            hashes.push(text_hash(text));
+            hashes.push(self.hasher.hash_one(text) as u32);
             if self.copy_of(hashes[i], text)?.is_none() {
                 fresh.push(i);
             }
@@ -370,11 +369,15 @@ impl Corpus {
 
     /// The distinct text `text` (of hash `hash`) is stored as, if it is.
     fn copy_of(&self, hash: u32, text: &str) -> Result<Option<u32>, CapacityError> {
-        let Some(&t) = self.seen.get(&hash) else {
-            return Ok(None);
-        };
         let mut scratch = Vec::new();
-        Ok((self.text_of(t as usize, &mut scratch)? == text).then_some(t))
+        let mut key = hash;
+        while let Some(&t) = self.seen.get(&key) {
+            if self.text_of(t as usize, &mut scratch)? == text {
+                return Ok(Some(t));
+            }
+            key = key.wrapping_add(1);
+        }
+        Ok(None)
     }
 
     /// Stores a text not seen before with its signature and first row. On an error the corpus
@@ -421,7 +424,11 @@ impl Corpus {
         self.ends.push(self.text.len());
         self.sketch.extend(signature.iter().map(|&v| v as u8));
         self.first_row.push(id);
-        self.seen.entry(hash).or_insert(t);
+        let mut key = hash;
+        while self.seen.contains_key(&key) {
+            key = key.wrapping_add(1);
+        }
+        self.seen.insert(key, t);
         Ok(())
     }
 
@@ -1656,6 +1663,25 @@ mod tests {
         let clusters = corpus.clusters(&mut || {}).unwrap();
         assert_eq!(clusters.len(), 10_000);
         assert!(clusters.iter().all(|&(_, c)| c == 0));
+    }
+
+    /// A text whose hash leads to another text's place is told apart byte for byte, stored
+    /// at the next free place, and its copies found there.
+    #[test]
+    fn texts_whose_hashes_collide_are_told_apart_and_their_copies_found() {
+        let mut corpus = Corpus::new(search(0.8));
+        corpus
+            .add(1, "the first text of the test", &mut || {})
+            .unwrap();
+        // the first text moved to where the second's hash leads, as a collision would put it
+        let second = "a second text, another one";
+        let (_, t) = corpus.seen.drain().next().unwrap();
+        corpus.seen.insert(corpus.hasher.hash_one(second) as u32, t);
+        for id in 2..6 {
+            corpus.add(id, second, &mut || {}).unwrap();
+        }
+        assert_eq!(corpus.distinct_texts(), 2);
+        assert_eq!(corpus.copies, vec![(1, 3), (1, 4), (1, 5)]);
     }
 
     /// Crowded buckets of distinct near-identical texts: the same pairs and clusters as brute
