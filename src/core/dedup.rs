@@ -66,25 +66,66 @@ pub fn min_sketch_matches(k: usize, threshold: f64, miss: f64) -> usize {
     binomial_lower_quantile(k, threshold, miss)
 }
 
-/// Bytes of a text's sketch: 4 bits per slot of its signature.
-fn sketch_len(k: usize) -> usize {
-    k.div_ceil(2)
+/// How a text's sketch holds each slot of its signature.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum SketchForm {
+    /// The slot's low byte: slot `i` is byte `i`.
+    #[default]
+    Bytes,
+    /// The slot's low 4 bits: slot `2i` in the low half of byte `i`, `2i + 1` in its high half.
+    Nibbles,
+}
+
+impl SketchForm {
+    /// Bytes of a sketch of `k` slots.
+    fn len(self, k: usize) -> usize {
+        match self {
+            SketchForm::Bytes => k,
+            SketchForm::Nibbles => k.div_ceil(2),
+        }
+    }
+
+    /// Equal slots of two sketches (with `wide`, which [`wide_compares`] must have allowed, 64
+    /// bytes per compare instruction). Nibbles count the padding half of an odd `k` as equal.
+    #[inline]
+    fn equal(self, a: &[u8], b: &[u8], wide: bool) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` says the CPU has AVX-512 F and BW.
+            return unsafe { equal_avx512(self, a, b) };
+        }
+        let _ = wide;
+        let pairs = a.iter().zip(b).map(|(p, q)| p ^ q);
+        match self {
+            SketchForm::Bytes => pairs.filter(|&x| x == 0).count(),
+            SketchForm::Nibbles => pairs
+                .map(|x| usize::from(x & 0x0F == 0) + usize::from(x & 0xF0 == 0))
+                .sum(),
+        }
+    }
+}
+
+/// Sketch bytes past which a search's sketches take 4 bits per slot: a quarter of its budget.
+fn packs_sketches(sketch_bytes: usize, budget: usize) -> bool {
+    sketch_bytes > budget / 4
 }
 
 /// The rows of a table, ready to search: each distinct text once with its band keys and the
 /// low 4 bits of each signature slot.
 pub struct Corpus {
     search: Search,
-    /// Equal sketch nibbles a candidate needs to be verified: [`min_sketch_matches`], and the
-    /// padding nibble of an odd `k`, which is always equal.
+    /// Equal sketch slots a candidate needs to be verified: [`min_sketch_matches`], and in
+    /// nibbles the padding half of an odd `k`, which is always equal.
     min_matches: usize,
+    form: SketchForm,
     /// Distinct texts, concatenated; `ends[t]` is where text `t` ends.
     text: Column,
     ends: Vec<u64>,
     /// `keys[i]`: band key `i` of each text in text order, 8 bytes (little-endian) each.
     keys: Vec<Column>,
-    /// Text `t`'s sketch, `sketch_len(k)` bytes from `t * sketch_len(k)`: the low 4 bits of
-    /// signature slot `2i` in the low half of byte `i`, of slot `2i + 1` in its high half.
+    /// Text `t`'s sketch, `form.len(k)` bytes from `t * form.len(k)`: the low byte of each
+    /// signature slot, or its low 4 bits once the sketches pass a quarter of the budget
+    /// (a byte filters candidates a little better; see [`Corpus::pack_sketches`]).
     sketch: Vec<u8>,
     /// The first row of each distinct text, and `(text, row)` for every further copy.
     first_row: Vec<i64>,
@@ -139,6 +180,11 @@ impl Countdown {
     }
 }
 
+/// Two slots' low 4 bits in one byte.
+fn pack(low: u8, high: u8) -> u8 {
+    (low & 0x0F) | (high << 4)
+}
+
 impl Corpus {
     pub fn new(search: Search) -> Corpus {
         Corpus {
@@ -147,7 +193,8 @@ impl Corpus {
                 search.k,
                 search.threshold,
                 SEARCH_SKETCH_MISS_PROBABILITY,
-            ) + search.k % 2,
+            ),
+            form: SketchForm::Bytes,
             text: Column::default(),
             ends: Vec::new(),
             keys: (0..search.banding.bands)
@@ -190,7 +237,8 @@ impl Corpus {
     /// per copy its text and row.
     fn fixed_bytes(&self) -> usize {
         let n = self.distinct_texts();
-        n * (sketch_len(self.search.k) + 16) + self.copies.len() * std::mem::size_of::<(u32, i64)>()
+        n * (self.form.len(self.search.k) + 16)
+            + self.copies.len() * std::mem::size_of::<(u32, i64)>()
     }
 
     /// Bytes of texts and keys held in memory.
@@ -202,6 +250,9 @@ impl Corpus {
     /// texts once they alone do. The keys go first: a band reads its keys once, in order, and a
     /// verification reads texts at random.
     fn keep_within_budget(&mut self) -> Result<(), CapacityError> {
+        if self.form == SketchForm::Bytes && packs_sketches(self.sketch.len(), self.budget) {
+            self.pack_sketches();
+        }
         let Some(dir) = &self.spill else {
             return Ok(());
         };
@@ -233,6 +284,37 @@ impl Corpus {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Equal sketch slots a candidate needs to be verified.
+    fn min_matches(&self) -> usize {
+        match self.form {
+            SketchForm::Bytes => self.min_matches,
+            SketchForm::Nibbles => self.min_matches + self.search.k % 2,
+        }
+    }
+
+    /// Keeps 4 bits of each sketch slot instead of a byte, in place: half the memory, for a
+    /// filter that lets a pair at 0.5 through about 3 times as often (0.21 against 0.07 at
+    /// the defaults; from 0.6 up both let nearly every pair through).
+    fn pack_sketches(&mut self) {
+        let k = self.search.k;
+        let len = SketchForm::Nibbles.len(k);
+        for t in 0..self.distinct_texts() {
+            for i in 0..len {
+                // (byte `t * len + i` is written after bytes `t * k + 2i` and on were read)
+                let low = self.sketch[t * k + 2 * i];
+                let high = if 2 * i + 1 < k {
+                    self.sketch[t * k + 2 * i + 1]
+                } else {
+                    0
+                };
+                self.sketch[t * len + i] = pack(low, high);
+            }
+        }
+        self.sketch.truncate(self.distinct_texts() * len);
+        self.sketch.shrink_to_fit();
+        self.form = SketchForm::Nibbles;
     }
 
     /// Ends the loading: what is buffered for the files is written, and the map of distinct
@@ -306,8 +388,12 @@ impl Corpus {
         let bytes = self
             .text
             .read(start, (self.ends[t] - start) as usize, scratch)?;
-        // the column holds what `insert` appended, whole texts; a file changed under the
-        // search is an error, not undefined behaviour
+        if !self.text.on_disk() {
+            // SAFETY: in memory, the column holds exactly what `insert` appended: whole `&str`
+            // texts, of which `start..ends[t]` is one.
+            return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
+        // a file changed under the search is an error, not undefined behaviour
         std::str::from_utf8(bytes).map_err(|_| CapacityError::TempFile { errno: 0 })
     }
 
@@ -416,7 +502,7 @@ impl Corpus {
         // room for everything first, so that a failure leaves nothing half-added (a column may
         // hold bytes past its texts' end, which nothing reads)
         reserve(&mut self.ends, 1, CORPUS)?;
-        reserve(&mut self.sketch, sketch_len(k), CORPUS)?;
+        reserve(&mut self.sketch, self.form.len(k), CORPUS)?;
         reserve(&mut self.first_row, 1, CORPUS)?;
         reserve_map(&mut self.seen, 1, CORPUS)?;
         let keys = band_keys(signature, banding);
@@ -437,10 +523,13 @@ impl Corpus {
             return Err(e);
         }
         self.ends.push(self.text.len());
-        self.sketch.extend(signature.chunks(2).map(|pair| {
-            let high = pair.get(1).map_or(0, |&v| v as u8 & 0xF);
-            (pair[0] as u8 & 0xF) | (high << 4)
-        }));
+        match self.form {
+            SketchForm::Bytes => self.sketch.extend(signature.iter().map(|&v| v as u8)),
+            SketchForm::Nibbles => self.sketch.extend(signature.chunks(2).map(|pair| {
+                let high = pair.get(1).map_or(0, |&v| v as u8);
+                pack(pair[0] as u8, high)
+            })),
+        }
         self.first_row.push(id);
         let mut key = hash;
         while self.seen.contains_key(&key) {
@@ -476,7 +565,7 @@ impl Corpus {
             near.gather(self, bucket.iter().map(|&(_, t)| t))?;
             for (j, &(_, y)) in bucket.iter().enumerate().skip(1) {
                 countdown.tick_by(j, check);
-                for &i in near.candidates(j, 0..j, self.min_matches) {
+                for &i in near.candidates(j, 0..j, self.min_matches()) {
                     let x = bucket[i as usize].1;
                     let (a, b) = (x.min(y), x.max(y));
                     if looked.contains(a, b) {
@@ -570,12 +659,12 @@ impl Corpus {
     /// (see [`min_sketch_matches`]).
     #[inline]
     fn sketches_agree(&self, x: usize, y: usize) -> bool {
-        let len = sketch_len(self.search.k);
-        equal_nibbles(
+        let len = self.form.len(self.search.k);
+        self.form.equal(
             &self.sketch[x * len..][..len],
             &self.sketch[y * len..][..len],
             false,
-        ) >= self.min_matches
+        ) >= self.min_matches()
     }
 
     /// Joins in `clusters` the texts of every verified pair, up to connectivity: the clusters
@@ -642,7 +731,7 @@ impl Corpus {
                             loop {
                                 let range = groups.positions(h);
                                 countdown.tick_by(range.len(), check);
-                                for &i in near.candidates(j, range, self.min_matches) {
+                                for &i in near.candidates(j, range, self.min_matches()) {
                                     let (x, y) = (
                                         groups.texts[i as usize] as usize,
                                         groups.texts[j] as usize,
@@ -1180,7 +1269,9 @@ struct Bucket {
     /// Sketch bytes, `k` per text.
     sketch: Vec<u8>,
     k: usize,
-    /// Whether the CPU compares 64 bytes at once (see [`equal_nibbles`]).
+    /// How the sketches hold a slot, and whether the CPU compares 64 bytes at once (see
+    /// [`SketchForm::equal`]).
+    form: SketchForm,
     wide: bool,
     /// The positions [`Bucket::agreeing`] found last.
     agree: Vec<u32>,
@@ -1193,7 +1284,7 @@ impl Bucket {
         corpus: &Corpus,
         texts: impl ExactSizeIterator<Item = u32> + Clone,
     ) -> Result<(), CapacityError> {
-        let k = sketch_len(corpus.search.k);
+        let k = corpus.form.len(corpus.search.k);
         let m = texts.len();
         self.sketch.clear();
         reserve(&mut self.agree, m, CORPUS)?;
@@ -1208,12 +1299,12 @@ impl Bucket {
             self.sketch
                 .extend_from_slice(&corpus.sketch[t as usize * k..][..k]);
         }
-        (self.k, self.wide) = (k, wide_compares());
+        (self.k, self.form, self.wide) = (k, corpus.form, wide_compares());
         Ok(())
     }
 
     /// The positions `i` in `range` whose text and position `j`'s are a candidate pair to
-    /// verify: their sketches agree on at least `min_matches` nibbles (see
+    /// verify: their sketches agree on at least `min_matches` slots (see
     /// [`min_sketch_matches`]), compared a row at a time in cache.
     fn candidates(
         &mut self,
@@ -1231,11 +1322,20 @@ impl Bucket {
         if self.wide {
             // SAFETY: `wide` says the CPU has AVX-512 F and BW; `agree` has room for every
             // position of the bucket (`gather`).
-            unsafe { agreeing_avx512(probe, rows, min_matches, range.start, &mut self.agree) };
+            unsafe {
+                agreeing_avx512(
+                    self.form,
+                    probe,
+                    rows,
+                    min_matches,
+                    range.start,
+                    &mut self.agree,
+                )
+            };
         }
         if !self.wide {
             for (n, row) in rows.chunks_exact(k).enumerate() {
-                if equal_nibbles(probe, row, false) >= min_matches {
+                if self.form.equal(probe, row, false) >= min_matches {
                     // (within the room `gather` reserved)
                     self.agree.push((range.start + n) as u32);
                 }
@@ -1266,7 +1366,7 @@ fn prefetch<T>(data: &[T]) {
     let _ = data;
 }
 
-/// Whether [`equal_nibbles`] may take its AVX-512 path on this CPU.
+/// Whether [`SketchForm::equal`] may take its AVX-512 path on this CPU.
 fn wide_compares() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx512f")
@@ -1275,32 +1375,13 @@ fn wide_compares() -> bool {
     false
 }
 
-/// Number of 4-bit halves at which two equal-length byte strings agree. With `wide` (which
-/// [`wide_compares`] must have allowed), 128 halves per pair of compare instructions;
-/// otherwise byte by byte, which the compiler turns into narrower vector instructions.
-#[inline]
-fn equal_nibbles(a: &[u8], b: &[u8], wide: bool) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` says the CPU has AVX-512 F and BW.
-        return unsafe { equal_nibbles_avx512(a, b) };
-    }
-    let _ = wide;
-    a.iter()
-        .zip(b)
-        .map(|(p, q)| {
-            let x = p ^ q;
-            usize::from(x & 0x0F == 0) + usize::from(x & 0xF0 == 0)
-        })
-        .sum()
-}
-
-/// The positions `first + n` of the rows `rows` (sketches of `probe.len()` bytes side by side)
-/// that agree with `probe` on at least `min_matches` nibbles, appended to `out`, which must
-/// have room for them.
+/// The positions `first + n` of the rows `rows` (sketches of `probe.len()` bytes side by side,
+/// in `form`) that agree with `probe` on at least `min_matches` slots, appended to `out`, which
+/// must have room for them.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn agreeing_avx512(
+    form: SketchForm,
     probe: &[u8],
     rows: &[u8],
     min_matches: usize,
@@ -1308,16 +1389,17 @@ fn agreeing_avx512(
     out: &mut Vec<u32>,
 ) {
     for (n, row) in rows.chunks_exact(probe.len()).enumerate() {
-        if equal_nibbles_avx512(probe, row) >= min_matches {
+        if equal_avx512(form, probe, row) >= min_matches {
             out.push((first + n) as u32);
         }
     }
 }
 
+/// [`SketchForm::equal`] 64 bytes at a time.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-fn equal_nibbles_avx512(a: &[u8], b: &[u8]) -> usize {
+fn equal_avx512(form: SketchForm, a: &[u8], b: &[u8]) -> usize {
     use super::simd::load_64;
     use std::arch::x86_64::{
         _mm512_and_si512, _mm512_mask_cmpeq_epi8_mask, _mm512_set1_epi8, _mm512_setzero_si512,
@@ -1331,10 +1413,16 @@ fn equal_nibbles_avx512(a: &[u8], b: &[u8]) -> usize {
     let mut count = 0;
     for at in (0..a.len().min(b.len())).step_by(64) {
         let ((x, valid), (y, _)) = (load_64(a, at), load_64(b, at));
-        let differ = _mm512_xor_si512(x, y);
-        let lows = _mm512_mask_cmpeq_epi8_mask(valid, _mm512_and_si512(differ, low), zero);
-        let highs = _mm512_mask_cmpeq_epi8_mask(valid, _mm512_and_si512(differ, high), zero);
-        count += (lows.count_ones() + highs.count_ones()) as usize;
+        count += match form {
+            SketchForm::Bytes => _mm512_mask_cmpeq_epi8_mask(valid, x, y).count_ones(),
+            SketchForm::Nibbles => {
+                let differ = _mm512_xor_si512(x, y);
+                let lows = _mm512_mask_cmpeq_epi8_mask(valid, _mm512_and_si512(differ, low), zero);
+                let highs =
+                    _mm512_mask_cmpeq_epi8_mask(valid, _mm512_and_si512(differ, high), zero);
+                lows.count_ones() + highs.count_ones()
+            }
+        } as usize;
     }
     count
 }
@@ -1789,7 +1877,7 @@ mod tests {
                 .for_each_bucket(&mut || {}, |work, candidates: &mut usize, _, bucket, _| {
                     work.near.gather(&corpus, bucket.iter().map(|&(_, t)| t))?;
                     for j in 0..bucket.len() {
-                        *candidates += work.near.candidates(j, 0..j, corpus.min_matches).len();
+                        *candidates += work.near.candidates(j, 0..j, corpus.min_matches()).len();
                     }
                     Ok(())
                 })
@@ -1807,8 +1895,9 @@ mod tests {
 
     /// A search whose texts and keys pass its budget gives what the search in memory gives,
     /// from temporary files, on crowded and on random texts, on one thread and on three, in
-    /// every mode; it moves them once they pass half the budget (the keys first), and a budget
-    /// too small for two bands' sorts searches one band at a time.
+    /// every mode; it moves them once they pass half the budget (the keys first), its sketches
+    /// take 4 bits per slot past a quarter of it, and a budget too small for two bands' sorts
+    /// searches one band at a time.
     #[test]
     fn a_search_over_its_budget_gives_the_same_results_from_files() {
         let mut docs = form_letters(1500, 21);
@@ -1835,6 +1924,8 @@ mod tests {
             // texts and keys of ~3,000 texts take ~600 kB: 64 kB keeps half of them in memory
             let corpus = bounded(64 << 10);
             assert_eq!(corpus.spilled(), (true, true));
+            assert_eq!(corpus.form, SketchForm::Nibbles);
+            assert_eq!(in_memory.form, SketchForm::Bytes);
             assert_eq!(corpus.held_bytes(), 0);
             assert_eq!(corpus.band_threads(), 1);
             assert_eq!(corpus.shingle_cache_bytes(1), MIN_SHINGLE_CACHE);
@@ -1850,6 +1941,8 @@ mod tests {
             // ~220 kB of texts and ~410 kB of keys: 1 MB moves the keys only
             let keys_only = bounded(1 << 20);
             assert_eq!(keys_only.spilled(), (true, false));
+            // (~385 kB of sketches in bytes pass a quarter of 1 MB)
+            assert_eq!(keys_only.form, SketchForm::Nibbles);
             let pairs: Vec<_> = keys_only.duplicates(|| {}).unwrap().collect();
             assert_eq!(
                 pairs, expected,
@@ -1875,6 +1968,7 @@ mod tests {
             // a budget the texts and keys fit in half of stays in memory
             let roomy = bounded(64 << 20);
             assert_eq!(roomy.spilled(), (false, false));
+            assert_eq!(roomy.form, SketchForm::Bytes);
             assert!(roomy.held_bytes() > 500_000);
             assert_eq!(roomy.band_threads(), threads);
         }
@@ -1932,7 +2026,7 @@ mod tests {
     /// The bound never drops more pairs at the threshold than it says, in a simulation at a
     /// loose miss rate (the quantile itself is checked in `sketch`).
     #[test]
-    fn nibbles_are_counted_alike_on_every_path() {
+    fn slots_are_counted_alike_on_every_path() {
         let mut rng = Rng(17);
         for len in (1..200).chain([64, 128, 129]) {
             let a: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
@@ -1951,11 +2045,16 @@ mod tests {
                 .zip(&b)
                 .map(|(p, q)| usize::from(p & 15 == q & 15) + usize::from(p >> 4 == q >> 4))
                 .sum();
-            assert_eq!(equal_nibbles(&a, &b, false), expected, "len {len}");
-            if wide_compares() {
-                assert_eq!(equal_nibbles(&a, &b, true), expected, "len {len}");
+            let bytes = a.iter().zip(&b).filter(|(p, q)| p == q).count();
+            for wide in [false, wide_compares()] {
+                assert_eq!(
+                    SketchForm::Nibbles.equal(&a, &b, wide),
+                    expected,
+                    "len {len}"
+                );
+                assert_eq!(SketchForm::Bytes.equal(&a, &b, wide), bytes, "len {len}");
+                assert_eq!(SketchForm::Nibbles.equal(&a, &a, wide), 2 * len);
             }
-            assert_eq!(equal_nibbles(&a, &a, wide_compares()), 2 * len);
         }
     }
 
