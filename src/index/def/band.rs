@@ -20,14 +20,23 @@ pub(in crate::index) fn band_entry(
     banding: Banding,
 ) -> Option<(Vec<i64>, BandSketch)> {
     let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
+    band_entry_of(&signature, banding)
+}
+
+/// [`band_entry`] of a text whose signature is `signature`. Pure Rust: the threads of a build
+/// (`_minhash_band_values_batch`) call it.
+pub(in crate::index) fn band_entry_of(
+    signature: &[u32],
+    banding: Banding,
+) -> Option<(Vec<i64>, BandSketch)> {
     if signature.iter().all(|&v| v == EMPTY_SLOT) {
         return None;
     }
-    let keys = band_keys(&signature, banding)
+    let keys = band_keys(signature, banding)
         .into_iter()
         .map(|key| key as i64)
         .collect();
-    Some((keys, band_sketch(&signature)))
+    Some((keys, band_sketch(signature)))
 }
 
 /// One band row: `(id, key, [sketch1, sketch2])`.
