@@ -748,6 +748,17 @@ END $$;
 COMMENT ON FUNCTION @extschema@.minhash_index_create(regclass, name, name, int, int, text, float8, int, int, text, int) IS 'create a managed MinHash index on a table''s text column or text expression and fill it';
 COMMENT ON FUNCTION @extschema@.minhash_index_rebuild(regclass, int) IS 'rebuild a table''s managed MinHash index from its rows';
 
+-- A new band table is filled in bulk: its rows signed on the build's threads and written a
+-- thousand at a time (src/index/write/fill.rs).
+CREATE FUNCTION minhash_internal."_minhash_band_fill"(
+	"tbl" regclass, /* Regclass */
+	"band" regclass, /* Regclass */
+	"rows_query" TEXT /* & str */
+) RETURNS TEXT[] /* Vec < Option < String > > */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_band_fill_wrapper';
+
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_backfill(band regclass, source regclass DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -770,6 +781,7 @@ DECLARE
     -- row; src/index/restore.rs)
     loading boolean := EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = cfg.band_table
                                AND t.tgname = 'minhash_bands_load' AND t.tgenabled <> 'D');
+    bulk boolean := NOT EXISTS (SELECT FROM pg_index x WHERE x.indrelid = cfg.band_table);
 BEGIN
     source := coalesce(source, tbl);
     -- Of a Citus table: one INSERT ... SELECT, which Citus runs on each shard of the table into
@@ -790,18 +802,38 @@ BEGIN
         'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
     chunk := greatest(ceil(total / 10.0), 1);
     LOOP
-        progress := minhash_internal._minhash_as_owner(tbl, format(
-            'WITH chunk AS MATERIALIZED (
-                 SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
-                 FETCH FIRST %6$s ROWS WITH TIES),
-             added AS (INSERT INTO %3$s (%7$s) %4$s)
-             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
-                 (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
-             FROM chunk',
-            source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
-            CASE WHEN last_id IS NOT NULL
-                 THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
-            chunk, minhash_internal._minhash_band_columns(cfg)));
+        -- Into a new band table, which has no index yet (minhash_index_create's), the chunk's
+        -- rows go to _minhash_band_fill, which signs them on the build's threads and writes
+        -- their band rows a thousand at a time, as COPY writes rows (src/index/write/fill.rs);
+        -- into one with its indexes (a rebuild, a partition attached), an INSERT ... SELECT.
+        IF bulk THEN
+            progress := minhash_internal._minhash_as_owner(tbl, format(
+                'SELECT pg_catalog.to_jsonb(minhash_internal._minhash_band_fill(
+                     %1$s::pg_catalog.oid::pg_catalog.regclass, %2$s::pg_catalog.oid::pg_catalog.regclass, %3$L))',
+                tbl::oid, cfg.band_table::oid, format(
+                'SELECT d.%1$I::%2$s, %3$s, d.%1$I::pg_catalog.text
+                 FROM (SELECT * FROM %4$s WHERE %1$I IS NOT NULL %5$s ORDER BY %1$I
+                       FETCH FIRST %6$s ROWS WITH TIES) d
+                 ORDER BY d.%1$I',
+                cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table),
+                minhash_internal._minhash_text_sql(cfg, 'd', false), source,
+                CASE WHEN last_id IS NOT NULL
+                     THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
+                chunk)));
+        ELSE
+            progress := minhash_internal._minhash_as_owner(tbl, format(
+                'WITH chunk AS MATERIALIZED (
+                     SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
+                     FETCH FIRST %6$s ROWS WITH TIES),
+                 added AS (INSERT INTO %3$s (%7$s) %4$s)
+                 SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
+                     (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
+                 FROM chunk',
+                source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
+                CASE WHEN last_id IS NOT NULL
+                     THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
+                chunk, minhash_internal._minhash_band_columns(cfg)));
+        END IF;
         n := (progress ->> 0)::bigint;
         EXIT WHEN n = 0;
         last_id := progress ->> 1;

@@ -7,6 +7,7 @@
 
 pub(super) mod band_table;
 pub(super) mod claim;
+pub(super) mod fill;
 pub(super) mod firing;
 pub(super) mod flag;
 pub(super) mod pause;

@@ -5,16 +5,11 @@
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::core::capacity::CapacityError;
-use crate::core::parallel;
 use crate::core::params::{check_threshold, Banding, Shingling};
-use crate::core::signature::Signer;
-use crate::core::sketch::BandSketch;
-use crate::pg::backend::{build_threads, interrupts};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{regclass_name, Regclass};
 
-use crate::index::def::band::{band_entry, band_entry_of};
+use crate::index::def::band::{band_entry, band_values, band_values_batch};
 use crate::index::def::citus;
 use crate::index::def::extension::Extension;
 use crate::index::def::settings::{checked_threshold, index_params, notice_low_threshold};
@@ -38,20 +33,10 @@ fn _minhash_band_values(
     band_entry(doc, k, shingling, banding).map(band_values)
 }
 
-/// The band values of a text as [`_minhash_band_values`] returns them: its band keys, then its
-/// band sketch as two int8.
-fn band_values((mut values, sketch): (Vec<i64>, BandSketch)) -> Vec<i64> {
-    values.extend(sketch.map(|w| w as i64));
-    values
-}
-
-/// Rows signed by one task of [`_minhash_band_values_batch`].
-const BATCH_TASK: usize = 256;
-
 /// [`_minhash_band_values`] of each of `docs`, in order (NULL for a NULL text or one that is not
 /// indexed): the band-row SQL of a table of this node hands it its rows a batch at a time
 /// (`_minhash_band_values_sql` in sql/index/build.sql), and it signs them on the build's threads
-/// (`build_threads`: `max_parallel_maintenance_workers`), the backend checking interrupts.
+/// ([`band_values_batch`]).
 #[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_band_values_batch(
     docs: Array<'_, &str>,
@@ -64,26 +49,7 @@ fn _minhash_band_values_batch(
     let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
     // (read on this thread: the threads call no PostgreSQL function)
     let docs: Vec<Option<&str>> = docs.iter().collect();
-    let values = parallel::run(
-        build_threads(),
-        docs.len().div_ceil(BATCH_TASK),
-        &mut interrupts,
-        &mut |_| {},
-        Signer::default,
-        |signer, task, check| {
-            let mut values = Vec::new();
-            for doc in docs[task * BATCH_TASK..].iter().take(BATCH_TASK) {
-                values.push(match doc {
-                    None => None,
-                    Some(doc) => band_entry_of(signer.sign(doc, k, shingling, check)?, banding)
-                        .map(band_values),
-                });
-            }
-            Ok::<_, CapacityError>(values)
-        },
-    )
-    .or_raise();
-    SetOfIterator::new(values.into_iter().flatten())
+    SetOfIterator::new(band_values_batch(&docs, k, shingling, banding))
 }
 
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none

@@ -1,8 +1,10 @@
 -- Building an index's band table on several threads (minhash_index_create signs its rows on
--- 1 + max_parallel_maintenance_workers threads, at most max_parallel_workers more than one):
--- the same band rows as on one thread, of both formats, on a plain and a partitioned table,
--- NULL ids left out, NULL, empty and repeated texts; the batch function equals the one-text
--- one; a cancel (statement_timeout) during a large build is served and leaves no index.
+-- 1 + max_parallel_maintenance_workers threads, at most max_parallel_workers more than one)
+-- and writing it in bulk (_minhash_band_fill, multi-inserts into the new band table): the
+-- same band rows as on one thread and as the INSERT ... SELECT of a rebuild, of both formats,
+-- on a plain and a partitioned table, NULL ids left out, NULL, empty and repeated texts; the
+-- batch function equals the one-text one; the bulk write refuses what it must not write; a
+-- cancel (statement_timeout) during a large build is served and leaves no index.
 SET client_min_messages = warning;
 
 -- 24,000 rows: random texts, near-duplicates of them, copies, empty and NULL texts, NULL ids.
@@ -33,6 +35,12 @@ BEGIN
     EXECUTE format('CREATE TABLE %I AS SELECT * FROM %s',
                    format('built_%s_%s_%s', tbl, workers, band_format), tbl || '_minhash_bands');
     EXECUTE format('SELECT count(*) FROM %s', tbl || '_minhash_bands') INTO n;
+    IF workers = 0 THEN
+        -- (a rebuild writes through INSERT ... SELECT: the band table has its indexes)
+        PERFORM minhash_index_rebuild(tbl);
+        EXECUTE format('CREATE TABLE %I AS SELECT * FROM %s',
+                       format('built_%s_rebuilt_%s', tbl, band_format), tbl || '_minhash_bands');
+    END IF;
     PERFORM minhash_index_drop(tbl);
     RETURN n;
 END $$;
@@ -54,7 +62,8 @@ BEGIN
     RETURN n;
 END $$;
 SELECT t, f, differing(format('built_%s_0_%s', t, f), format('built_%s_2_%s', t, f)) AS two,
-       differing(format('built_%s_0_%s', t, f), format('built_%s_3_%s', t, f)) AS three
+       differing(format('built_%s_0_%s', t, f), format('built_%s_3_%s', t, f)) AS three,
+       differing(format('built_%s_0_%s', t, f), format('built_%s_rebuilt_%s', t, f)) AS rebuilt
 FROM unnest(ARRAY['docs', 'parts']) t, unnest(ARRAY[1, 2]) f
 ORDER BY 1, 2;
 -- no row without an id, none of an empty or NULL text
@@ -81,6 +90,32 @@ COMMIT;
 SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], 0, 5, 'char', 16, 6)$$);
 SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], 128, 5, 'word!', 16, 6)$$);
 SELECT count(*) AS empty_batch FROM minhash_internal._minhash_band_values_batch('{}', 128, 5, 'char', 16, 6);
+
+-- The bulk write writes only into a band table without indexes, of an index of the table, in
+-- its id type, for the table's owner; its query names what it reads (it runs with a safe
+-- search_path).
+SELECT minhash_index_create('docs', 'id', 'body', format => 1);
+SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
+    'SELECT id::bigint, body, id::text FROM public.docs')$$);
+DROP INDEX docs_minhash_bands_key_id_sketch1_sketch2_idx;
+SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'parts',
+    'SELECT id::bigint, body, id::text FROM public.docs')$$);
+SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
+    'SELECT id, body, id::text FROM public.docs')$$);
+CREATE ROLE parallel_build_other;
+GRANT INSERT ON docs_minhash_bands TO parallel_build_other;
+SET ROLE parallel_build_other;
+SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
+    'SELECT 1::bigint, ''some text'', ''1''')$$);
+RESET ROLE;
+-- (into the band table without its index: the rows the query yields, NULL ids left out; the
+-- rows read and the last one's id)
+SELECT count(*) AS band_rows_before FROM docs_minhash_bands;
+SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
+    'SELECT id::bigint, body, id::text FROM public.docs WHERE id <= 10 OR id IS NULL ORDER BY 1');
+SELECT count(*) AS band_rows_after FROM docs_minhash_bands;
+SELECT minhash_index_drop('docs');
+DROP ROLE parallel_build_other;
 
 -- minhash_index_check reads the whole table through the same SQL (several batches): nothing
 -- missing, nothing orphaned. (Of parts, which has no row without an id: the check counts the
