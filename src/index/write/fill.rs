@@ -14,7 +14,7 @@ use std::ffi::c_int;
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::index::def::band::band_values_batch;
+use crate::index::def::band::{band_values_batch, BandFormat};
 use crate::index::def::citus;
 use crate::index::def::extension::Extension;
 use crate::index::read::access_plan::Index;
@@ -73,7 +73,7 @@ fn _minhash_band_fill(
     let rel = table.rel;
     let (k, shingling, banding) = (cfg.def.k, cfg.def.shingling, cfg.def.banding);
     let columns = cfg.def.format.columns(banding.bands);
-    let per_row = columns.len() > 4;
+    let per_row = cfg.def.format == BandFormat::PerRow;
     // SAFETY: the relation is open; its index list and descriptor are read while it is.
     let (natts, positions) = unsafe {
         if pg_sys::list_length(pg_sys::RelationGetIndexList(rel)) != 0 {

@@ -91,6 +91,16 @@ SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], 0, 5
 SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], 128, 5, 'word!', 16, 6)$$);
 SELECT count(*) AS empty_batch FROM minhash_internal._minhash_band_values_batch('{}', 128, 5, 'char', 16, 6);
 
+-- Format 2 of one band has four columns, as format 1 has: the bulk write writes each in its
+-- place, as a rebuild's INSERT does.
+SELECT minhash_index_create('parts', 'id', 'body', bands => 1, rows_per_band => 4, format => 2);
+CREATE TABLE one_band AS SELECT * FROM parts_minhash_bands;
+SELECT minhash_index_rebuild('parts');
+SELECT count(*) AS one_band_rows, differing('one_band', 'parts_minhash_bands') AS differing
+FROM one_band;
+SELECT minhash_index_drop('parts');
+DROP TABLE one_band;
+
 -- The bulk write writes only into a band table without indexes, of an index of the table, in
 -- its id type, for the table's owner; its query names what it reads (it runs with a safe
 -- search_path).
