@@ -811,7 +811,7 @@ BEGIN
                 'SELECT pg_catalog.to_jsonb(minhash_internal._minhash_band_fill(
                      %1$s::pg_catalog.oid::pg_catalog.regclass, %2$s::pg_catalog.oid::pg_catalog.regclass, %3$L))',
                 tbl::oid, cfg.band_table::oid, format(
-                'SELECT d.%1$I::%2$s, %3$s, d.%1$I::pg_catalog.text
+                'SELECT d.%1$I::%2$s, (%3$s)::pg_catalog.text, d.%1$I::pg_catalog.text
                  FROM (SELECT * FROM %4$s WHERE %1$I IS NOT NULL %5$s ORDER BY %1$I
                        FETCH FIRST %6$s ROWS WITH TIES) d
                  ORDER BY d.%1$I',

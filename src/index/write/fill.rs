@@ -32,7 +32,8 @@ const SLOTS: usize = 1_000;
 /// Internal to `_minhash_backfill`: writes the band rows of the rows `rows_query` yields into
 /// `band`, the band table of an index of `tbl` that has no index yet (55000 otherwise), and
 /// returns `{rows read, the last row's id as text}` (NULL for none). The query yields `(id,
-/// text, id as text)` rows, the id in the band table's id type (42804 otherwise); a row with a
+/// text, id as text)` rows, the id in the band table's id type, the others `text` (42804
+/// otherwise); a row with a
 /// NULL id, or whose text is not indexed, gets no band rows. The caller must have the
 /// privileges of `tbl`'s owner (42501), who owns `band`.
 #[pg_extern(volatile, strict, parallel_unsafe, schema = "minhash_internal")]
@@ -101,11 +102,16 @@ fn _minhash_band_fill(
     let mut last = None;
     for_each_batch(rows_query, |rows| {
         // SAFETY: SPI_tuptable is the batch `rows` holds, just fetched.
-        let id_type = unsafe { compat::attributes((*pg_sys::SPI_tuptable).tupdesc)[0].atttypid };
-        if id_type != cfg.def.key.oid {
+        let types: Vec<pg_sys::Oid> =
+            unsafe { compat::attributes((*pg_sys::SPI_tuptable).tupdesc) }
+                .iter()
+                .map(|a| a.atttypid)
+                .collect();
+        if types != [cfg.def.key.oid, pg_sys::TEXTOID, pg_sys::TEXTOID] {
             raise(
                 PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                "the rows of a band table's fill must have its id type".to_string(),
+                "the rows of a band table's fill must be (id in its id type, text, text)"
+                    .to_string(),
                 None,
             );
         }
@@ -114,7 +120,7 @@ fn _minhash_band_fill(
         crate::index::run::spi::for_each_spi_row(rows, |row| {
             ids.push(row.get_datum_by_ordinal(1)?);
             docs.push(match row.get_datum_by_ordinal(2)? {
-                // SAFETY: column 2 is text (the backfill's query), not NULL here; it and a
+                // SAFETY: column 2 is text (checked above), not NULL here; it and a
                 // detoasted copy live in this batch's SPI session.
                 Some(text) => unsafe { <&str as FromDatum>::from_datum(text, false) },
                 None => None,

@@ -112,6 +112,10 @@ SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'parts',
     'SELECT id::bigint, body, id::text FROM public.docs')$$);
 SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
     'SELECT id, body, id::text FROM public.docs')$$);
+SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
+    'SELECT id::bigint, id, id::text FROM public.docs')$$);
+SELECT try($$SELECT minhash_internal._minhash_band_fill('docs', 'docs_minhash_bands',
+    'SELECT id::bigint, body FROM public.docs')$$);
 CREATE ROLE parallel_build_other;
 GRANT INSERT ON docs_minhash_bands TO parallel_build_other;
 SET ROLE parallel_build_other;
