@@ -20,6 +20,7 @@ use crate::index::def::extension::Extension;
 use crate::index::read::access_plan::Index;
 use crate::index::read::whole_table::for_each_batch;
 use crate::index::run::owner;
+use crate::index::run::spi::for_each_spi_row;
 use crate::pg::compat;
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, Regclass};
@@ -33,9 +34,8 @@ const SLOTS: usize = 1_000;
 /// `band`, the band table of an index of `tbl` that has no index yet (55000 otherwise), and
 /// returns `{rows read, the last row's id as text}` (NULL for none). The query yields `(id,
 /// text, id as text)` rows, the id in the band table's id type, the others `text` (42804
-/// otherwise); a row with a
-/// NULL id, or whose text is not indexed, gets no band rows. The caller must have the
-/// privileges of `tbl`'s owner (42501), who owns `band`.
+/// otherwise); a row with a NULL id, or whose text is not indexed, gets no band rows. The
+/// caller must have the privileges of `tbl`'s owner (42501), who owns `band`.
 #[pg_extern(volatile, strict, parallel_unsafe, schema = "minhash_internal")]
 fn _minhash_band_fill(
     tbl: Regclass,
@@ -117,7 +117,7 @@ fn _minhash_band_fill(
         }
         let mut ids = Vec::with_capacity(rows.len());
         let mut docs = Vec::with_capacity(rows.len());
-        crate::index::run::spi::for_each_spi_row(rows, |row| {
+        for_each_spi_row(rows, |row| {
             ids.push(row.get_datum_by_ordinal(1)?);
             docs.push(match row.get_datum_by_ordinal(2)? {
                 // SAFETY: column 2 is text (checked above), not NULL here; it and a
