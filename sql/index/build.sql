@@ -151,17 +151,42 @@ AS $$
                 ELSE format('(%s)', cfg.text_expression) END
 $$;
 
+-- Of an index of a table of this node: a FROM item `s` of columns (id, v), the rows of `source`
+-- (a table or transition table; run as the table's owner) with the index's id and their band
+-- values (_minhash_band_values: NULL for a text that is not indexed). The texts go in batches
+-- of 10,000 rows to _minhash_band_values_batch, which signs them on the build's threads
+-- (max_parallel_maintenance_workers, src/index/write/plpgsql.rs); ROWS FROM pairs each value
+-- with its id (both arrays of a batch are aggregated from the same rows, in the same order).
+CREATE FUNCTION minhash_internal._minhash_band_values_sql(cfg @extschema@.minhash_indexes, source text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format(
+        '(SELECT u.id, u.v
+          FROM (SELECT pg_catalog.array_agg(r.id) AS ids, pg_catalog.array_agg(r.doc) AS docs
+                FROM (SELECT d.%1$I::%2$s AS id, %3$s AS doc,
+                             pg_catalog.row_number() OVER () OPERATOR(pg_catalog./) 10000 AS batch
+                      FROM %4$s d) r
+                GROUP BY r.batch) b
+          CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(b.ids),
+              minhash_internal._minhash_band_values_batch(b.docs, %5$s, %6$s, %7$L, %8$s, %9$s)) u(id, v)) s',
+        cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table),
+        minhash_internal._minhash_text_sql(cfg, 'd', false), source, cfg.k, cfg.ngram, cfg.unit,
+        cfg.bands, cfg.rows_per_band)
+$$;
+
 -- The SELECT that yields (id, key, sketch1, sketch2) band rows for the rows of `source` (a table
 -- or transition table) with the index's id column and text (run as the table's owner). NULL and empty texts are not
--- indexed (see _minhash_band_values in src/index/internal.rs). OFFSET 0 keeps the subquery whole,
--- so each text is signed once rather than once per reference to `v`.
+-- indexed (see _minhash_band_values in src/index/write/plpgsql.rs). Of a table of this node, the
+-- band values of each text come once from _minhash_band_values_sql.
 CREATE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- (Citus runs the SELECT on each shard only without OFFSET: there the band values come
-    -- from a function in FROM, once per text too)
+    -- (Citus runs on each shard only a SELECT of one table and functions: there the band
+    -- values come from a function in FROM, once per text too)
     -- (of a table distributed by a tenant, the row's tenant too, last)
     SELECT CASE WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
         'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2%10$s FROM %3$s d
@@ -172,12 +197,9 @@ AS $$
         coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)) || ' AS tenant', '')) ELSE format(
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
-         FROM (SELECT d.%2$I::%9$s AS id,
-                      minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
-               FROM %8$s d OFFSET 0) s
+         FROM %2$s
          WHERE s.v IS NOT NULL',
-        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
-        cfg.ngram, cfg.unit, cfg.rows_per_band, source, minhash_internal._minhash_band_id_type(cfg.band_table)) END
+        cfg.bands, minhash_internal._minhash_band_values_sql(cfg, source)) END
 $$;
 
 -- The band table's columns after `id` (all bigint NOT NULL), in the order
@@ -227,15 +249,11 @@ AS $$
         minhash_internal._minhash_band_id_type(cfg.band_table),
         coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)), ''))
                 ELSE format(
-        'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %9$s
-         FROM (SELECT d.%2$I::%10$s AS id,
-                      minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) AS v
-               FROM %8$s d OFFSET 0) s
+        'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %3$s
+         FROM %2$s
          WHERE s.v IS NOT NULL',
-        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
-        cfg.ngram, cfg.unit, cfg.rows_per_band, source,
-        (SELECT string_agg(format('s.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
-        minhash_internal._minhash_band_id_type(cfg.band_table)) END
+        cfg.bands, minhash_internal._minhash_band_values_sql(cfg, source),
+        (SELECT string_agg(format('s.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
 $$;
 
 -- The band rows of the band table of `cfg` as a FROM item of columns (id, key, sketch1,
@@ -283,6 +301,7 @@ DECLARE
     -- row; src/index/restore.rs)
     loading boolean := EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = cfg.band_table
                                AND t.tgname = 'minhash_bands_load' AND t.tgenabled <> 'D');
+    bulk boolean := NOT EXISTS (SELECT FROM pg_index x WHERE x.indrelid = cfg.band_table);
 BEGIN
     source := coalesce(source, tbl);
     -- Of a Citus table: one INSERT ... SELECT, which Citus runs on each shard of the table into
@@ -303,18 +322,38 @@ BEGIN
         'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
     chunk := greatest(ceil(total / 10.0), 1);
     LOOP
-        progress := minhash_internal._minhash_as_owner(tbl, format(
-            'WITH chunk AS MATERIALIZED (
-                 SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
-                 FETCH FIRST %6$s ROWS WITH TIES),
-             added AS (INSERT INTO %3$s (%7$s) %4$s)
-             SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
-                 (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
-             FROM chunk',
-            source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
-            CASE WHEN last_id IS NOT NULL
-                 THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
-            chunk, minhash_internal._minhash_band_columns(cfg)));
+        -- Into a new band table, which has no index yet (minhash_index_create's), the chunk's
+        -- rows go to _minhash_band_fill, which signs them on the build's threads and writes
+        -- their band rows a thousand at a time, as COPY writes rows (src/index/write/fill.rs);
+        -- into one with its indexes (a rebuild, a partition attached), an INSERT ... SELECT.
+        IF bulk THEN
+            progress := minhash_internal._minhash_as_owner(tbl, format(
+                'SELECT pg_catalog.to_jsonb(minhash_internal._minhash_band_fill(
+                     %1$s::pg_catalog.oid::pg_catalog.regclass, %2$s::pg_catalog.oid::pg_catalog.regclass, %3$L))',
+                tbl::oid, cfg.band_table::oid, format(
+                'SELECT d.%1$I::%2$s, (%3$s)::pg_catalog.text, d.%1$I::pg_catalog.text
+                 FROM (SELECT * FROM %4$s WHERE %1$I IS NOT NULL %5$s ORDER BY %1$I
+                       FETCH FIRST %6$s ROWS WITH TIES) d
+                 ORDER BY d.%1$I',
+                cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table),
+                minhash_internal._minhash_text_sql(cfg, 'd', false), source,
+                CASE WHEN last_id IS NOT NULL
+                     THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
+                chunk)));
+        ELSE
+            progress := minhash_internal._minhash_as_owner(tbl, format(
+                'WITH chunk AS MATERIALIZED (
+                     SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
+                     FETCH FIRST %6$s ROWS WITH TIES),
+                 added AS (INSERT INTO %3$s (%7$s) %4$s)
+                 SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
+                     (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
+                 FROM chunk',
+                source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
+                CASE WHEN last_id IS NOT NULL
+                     THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
+                chunk, minhash_internal._minhash_band_columns(cfg)));
+        END IF;
         n := (progress ->> 0)::bigint;
         EXIT WHEN n = 0;
         last_id := progress ->> 1;

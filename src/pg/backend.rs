@@ -23,14 +23,25 @@ pub(crate) fn interrupts() {
 /// session would have them, `max_parallel_workers_per_gather` more, at most
 /// `max_parallel_workers` (the threads are the backend's own and take no worker from the pool).
 pub(crate) fn search_threads() -> usize {
-    // SAFETY: reads two integer settings of this backend.
-    let (per_gather, total) = unsafe {
-        (
-            pgrx::pg_sys::max_parallel_workers_per_gather,
-            pgrx::pg_sys::max_parallel_workers,
-        )
-    };
-    let threads = 1 + usize::try_from(per_gather.min(total)).unwrap_or(0);
+    // SAFETY: reads an integer setting of this backend.
+    threads_for(unsafe { pgrx::pg_sys::max_parallel_workers_per_gather })
+}
+
+/// Threads the build of an index's band table (`minhash_index_create`, `minhash_index_rebuild`)
+/// signs its rows on: this backend and, as PostgreSQL's parallel CREATE INDEX would have them,
+/// `max_parallel_maintenance_workers` more, at most `max_parallel_workers` (0: the backend
+/// alone). The threads are the backend's own and take no worker from the pool.
+pub(crate) fn build_threads() -> usize {
+    // SAFETY: reads an integer setting of this backend.
+    threads_for(unsafe { pgrx::pg_sys::max_parallel_maintenance_workers })
+}
+
+/// This backend and `workers` more threads, at most `max_parallel_workers` more; a process
+/// with helpers stops them before its exit frees what they read.
+fn threads_for(workers: i32) -> usize {
+    // SAFETY: reads an integer setting of this backend.
+    let total = unsafe { pgrx::pg_sys::max_parallel_workers };
+    let threads = 1 + usize::try_from(workers.min(total)).unwrap_or(0);
     if threads > 1 {
         halt_helpers_on_exit();
     }

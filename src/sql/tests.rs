@@ -235,7 +235,8 @@ mod tests {
              '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql',
              '_minhash_check_indexable', '_minhash_equality_operator'";
         let table_writers =
-            "'_minhash_as_owner', '_minhash_link_band_table', '_minhash_sync_stores'";
+            "'_minhash_as_owner', '_minhash_link_band_table', '_minhash_sync_stores',
+             '_minhash_band_fill'";
         // (progress: volatile, its counter kept by the one backend that reads)
         let counters = "'_minhash_progress'";
         // (a lookup that reports its own timing, as EXPLAIN ANALYZE does, and a sketch store's

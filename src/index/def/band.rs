@@ -2,10 +2,14 @@
 //! under an index's settings, as band rows, and the two formats a band table stores them in.
 
 use crate::core::bands::band_keys;
+use crate::core::capacity::CapacityError;
+use crate::core::parallel;
 use crate::core::params::{Banding, Shingling};
+use crate::core::signature::Signer;
 use crate::core::signature::EMPTY_SLOT;
 use crate::core::sketch::{band_sketch, BandSketch};
-use crate::pg::backend::{interrupts, SIGNER};
+use crate::pg::backend::{build_threads, interrupts, SIGNER};
+use crate::pg::error::OrRaise;
 
 use super::row_id::Id;
 
@@ -20,14 +24,62 @@ pub(in crate::index) fn band_entry(
     banding: Banding,
 ) -> Option<(Vec<i64>, BandSketch)> {
     let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
+    band_entry_of(&signature, banding)
+}
+
+/// Rows signed by one task of [`band_values_batch`].
+const BATCH_TASK: usize = 256;
+
+/// The band values ([`band_values`]) of each of `docs`, in order, None for a NULL text or one
+/// that is not indexed, as [`band_entry`] computes them: signed on the build's threads
+/// (`build_threads`: 1 + `max_parallel_maintenance_workers`, [`BATCH_TASK`] texts to a task),
+/// the calling thread checking for interrupts. The threads only read `docs`.
+pub(in crate::index) fn band_values_batch(
+    docs: &[Option<&str>],
+    k: usize,
+    shingling: Shingling,
+    banding: Banding,
+) -> Vec<Option<Vec<i64>>> {
+    let values = parallel::run(
+        build_threads(),
+        docs.len().div_ceil(BATCH_TASK),
+        &mut interrupts,
+        &mut |_| {},
+        Signer::default,
+        |signer, task, check| {
+            let mut values = Vec::new();
+            for doc in docs[task * BATCH_TASK..].iter().take(BATCH_TASK) {
+                values.push(match doc {
+                    None => None,
+                    Some(doc) => band_entry_of(signer.sign(doc, k, shingling, check)?, banding)
+                        .map(band_values),
+                });
+            }
+            Ok::<_, CapacityError>(values)
+        },
+    )
+    .or_raise();
+    values.into_iter().flatten().collect()
+}
+
+/// A text's band entry as one array (what `_minhash_band_values` returns): its band keys, then
+/// its band sketch as two int8.
+pub(in crate::index) fn band_values((mut values, sketch): (Vec<i64>, BandSketch)) -> Vec<i64> {
+    values.extend(sketch.map(|w| w as i64));
+    values
+}
+
+/// [`band_entry`] of a text whose signature is `signature`. Pure Rust: the threads of a build
+/// call it.
+fn band_entry_of(signature: &[u32], banding: Banding) -> Option<(Vec<i64>, BandSketch)> {
     if signature.iter().all(|&v| v == EMPTY_SLOT) {
         return None;
     }
-    let keys = band_keys(&signature, banding)
+    let keys = band_keys(signature, banding)
         .into_iter()
         .map(|key| key as i64)
         .collect();
-    Some((keys, band_sketch(&signature)))
+    Some((keys, band_sketch(signature)))
 }
 
 /// One band row: `(id, key, [sketch1, sketch2])`.

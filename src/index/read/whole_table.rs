@@ -247,7 +247,7 @@ fn id_collation(
 /// Runs `rows_query` (as the caller) through a cursor and calls `f` with each batch of rows.
 /// Each batch is fetched in its own SPI session, so PostgreSQL's copy of the rows is freed
 /// batch by batch.
-fn for_each_batch(
+pub(in crate::index) fn for_each_batch(
     rows_query: &str,
     mut f: impl FnMut(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<()>,
 ) {

@@ -9,7 +9,7 @@ use crate::core::params::{check_threshold, Banding, Shingling};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{regclass_name, Regclass};
 
-use crate::index::def::band::band_entry;
+use crate::index::def::band::{band_entry, band_values, band_values_batch};
 use crate::index::def::citus;
 use crate::index::def::extension::Extension;
 use crate::index::def::settings::{checked_threshold, index_params, notice_low_threshold};
@@ -30,9 +30,26 @@ fn _minhash_band_values(
     rows_per_band: i32,
 ) -> Option<Vec<i64>> {
     let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
-    let (mut values, sketch) = band_entry(doc, k, shingling, banding)?;
-    values.extend(sketch.map(|w| w as i64));
-    Some(values)
+    band_entry(doc, k, shingling, banding).map(band_values)
+}
+
+/// [`_minhash_band_values`] of each of `docs`, in order (NULL for a NULL text or one that is not
+/// indexed): the band-row SQL of a table of this node hands it its rows a batch at a time
+/// (`_minhash_band_values_sql` in sql/index/build.sql), and it signs them on the build's threads
+/// ([`band_values_batch`]).
+#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
+fn _minhash_band_values_batch(
+    docs: Array<'_, &str>,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> SetOfIterator<'static, Option<Vec<i64>>> {
+    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    // (read on this thread: the threads call no PostgreSQL function)
+    let docs: Vec<Option<&str>> = docs.iter().collect();
+    SetOfIterator::new(band_values_batch(&docs, k, shingling, banding))
 }
 
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
