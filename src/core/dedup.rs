@@ -213,7 +213,8 @@ impl Corpus {
     }
 
     /// Keeps the search within `budget` bytes where it can: once the texts and band keys held
-    /// pass half of it, they move to temporary files of `dir`, the keys first (see
+    /// pass half of it, they move to temporary files of `dir`, the keys first, the texts past a
+    /// quarter of it (see
     /// [`Corpus::keep_within_budget`]), and are read back from there;
     /// the bands searched at once and the cache of shingle sets are sized to what the budget
     /// leaves. What stays in memory whatever the budget is the sketch, first row and text
@@ -247,7 +248,7 @@ impl Corpus {
     }
 
     /// Moves the keys to temporary files once the texts and keys pass half the budget, and the
-    /// texts once they alone do. The keys go first: a band reads its keys once, in order, and a
+    /// texts once they alone pass a quarter of it. The keys go first: a band reads its keys once, in order, and a
     /// verification reads texts at random.
     fn keep_within_budget(&mut self) -> Result<(), CapacityError> {
         if self.form == SketchForm::Bytes && packs_sketches(self.sketch.len(), self.budget) {
@@ -266,7 +267,7 @@ impl Corpus {
                 spilled("band keys");
             }
         }
-        if !self.text.on_disk() && self.text.in_memory() > half {
+        if !self.text.on_disk() && self.text.in_memory() > self.budget / 4 {
             self.text.spill(dir)?;
             if let Some(spilled) = self.spilled {
                 spilled("texts");
