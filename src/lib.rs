@@ -23,6 +23,7 @@ pub extern "C-unwind" fn _PG_init() {
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
     // the core's allocation failures become ERRORs (53200, 54000)
     pg::error::install_capacity_handler();
+    pg::backend::define_settings();
     index::init();
 }
 

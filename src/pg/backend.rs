@@ -3,6 +3,8 @@
 
 use std::cell::RefCell;
 
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+
 use crate::core::dedup::Corpus;
 use crate::core::signature::Signer;
 use crate::core::spill::SpillDir;
@@ -48,7 +50,27 @@ fn threads_for(workers: i32) -> usize {
     threads
 }
 
-/// Keeps a whole-table search within `maintenance_work_mem`, as far as `Corpus::spill_to` can,
+/// `pg_minhash.search_mem_multiplier`: a whole-table search's budget is `maintenance_work_mem`
+/// times this, as a hash table's is `work_mem` times `hash_mem_multiplier`.
+static SEARCH_MEM_MULTIPLIER: GucSetting<f64> = GucSetting::<f64>::new(2.0);
+
+/// Defines the settings of this layer (from `_PG_init`).
+pub(crate) fn define_settings() {
+    GucRegistry::define_float_guc(
+        c"pg_minhash.search_mem_multiplier",
+        c"Multiple of maintenance_work_mem a whole-table search may use.",
+        c"minhash_duplicates and minhash_clusters keep their texts and band keys in memory \
+          while they fit, then in temporary files, within maintenance_work_mem times this.",
+        &SEARCH_MEM_MULTIPLIER,
+        1.0,
+        1000.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// Keeps a whole-table search within `maintenance_work_mem` times
+/// `pg_minhash.search_mem_multiplier`, as far as `Corpus::spill_to` can,
 /// with its temporary files in the data directory's `base/pgsql_tmp` (the backend's working
 /// directory is the data directory), named as PostgreSQL's own, `pgsql_tmp<pid>.`, which a
 /// restart after a crash removes (they are unlinked as they are made, so none is left); at
@@ -63,7 +85,9 @@ pub(crate) fn bound_search(corpus: &mut Corpus) {
             pgrx::pg_sys::MyProcPid,
         )
     };
-    let budget = usize::try_from(kilobytes).unwrap_or(0).saturating_mul(1024);
+    let kilobytes = usize::try_from(kilobytes).unwrap_or(0) as f64 * SEARCH_MEM_MULTIPLIER.get();
+    // (at most 1000 times a setting of at most 2 TB: within f64's exact integers)
+    let budget = (kilobytes * 1024.0) as usize;
     let dir = SpillDir {
         dir: "base/pgsql_tmp".into(),
         prefix: format!("pgsql_tmp{pid}"),
@@ -75,8 +99,8 @@ pub(crate) fn bound_search(corpus: &mut Corpus) {
 /// Says at DEBUG1 that a search's band keys or texts moved to temporary files.
 fn spilled(what: &str) {
     pgrx::debug1!(
-        "pg_minhash: a whole-table search passed half of maintenance_work_mem: its {what} \
-         moved to temporary files"
+        "pg_minhash: a whole-table search's {what} moved to temporary files to keep within \
+         maintenance_work_mem times pg_minhash.search_mem_multiplier"
     );
 }
 

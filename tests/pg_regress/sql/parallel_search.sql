@@ -58,8 +58,11 @@ SET LOCAL max_parallel_workers = 1;
 SELECT * FROM searched(3);
 COMMIT;
 
--- Within a budget (maintenance_work_mem) that the texts and band keys pass half of, the keys
--- go to temporary files and the bands are searched one at a time: the same pairs and clusters.
+-- Within a budget (maintenance_work_mem times pg_minhash.search_mem_multiplier, 1 from here
+-- on) that the texts and band keys pass half of, the keys go to temporary files (the texts
+-- past a quarter) and the bands are searched one at a time: the same pairs and clusters.
+SET pg_minhash.search_mem_multiplier = 1;
+SHOW pg_minhash.search_mem_multiplier;
 BEGIN;
 SET LOCAL max_parallel_workers = 8;
 SET LOCAL maintenance_work_mem = '1MB';
