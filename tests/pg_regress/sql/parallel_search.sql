@@ -60,7 +60,8 @@ COMMIT;
 
 -- Within a budget (maintenance_work_mem times pg_minhash.search_mem_multiplier, 1 from here
 -- on) that the texts and band keys pass half of, the keys go to temporary files (the texts
--- past a quarter) and the bands are searched one at a time: the same pairs and clusters.
+-- past a quarter: not these) and the bands are searched one at a time: the same pairs and
+-- clusters.
 SET pg_minhash.search_mem_multiplier = 1;
 SHOW pg_minhash.search_mem_multiplier;
 BEGIN;
