@@ -227,7 +227,7 @@ impl Corpus {
     }
 
     /// Whether the keys and whether the texts are in temporary files.
-    pub fn spilled(&self) -> (bool, bool) {
+    fn spilled(&self) -> (bool, bool) {
         (
             self.keys.first().is_some_and(Column::on_disk),
             self.text.on_disk(),
@@ -258,7 +258,7 @@ impl Corpus {
             return Ok(());
         };
         let half = self.budget / 2;
-        let keys_on_disk = self.keys.first().is_some_and(Column::on_disk);
+        let (keys_on_disk, _) = self.spilled();
         if !keys_on_disk && self.held_bytes() > half {
             for column in &mut self.keys {
                 column.spill(dir)?;
