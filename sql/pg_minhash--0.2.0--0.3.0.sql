@@ -784,6 +784,17 @@ DECLARE
     bulk boolean := NOT EXISTS (SELECT FROM pg_index x WHERE x.indrelid = cfg.band_table);
 BEGIN
     source := coalesce(source, tbl);
+    -- A row with a text and no id cannot be indexed: 23502, as the sync trigger says of one
+    -- (the chunks below read the rows in id order, which would leave it out unsaid).
+    IF minhash_internal._minhash_as_owner(tbl, format(
+           'SELECT pg_catalog.to_jsonb(EXISTS (SELECT FROM (%s) e))',
+           minhash_internal._minhash_band_rows_sql(cfg, format(
+               '(SELECT * FROM %s n WHERE n.%I IS NULL)', source, cfg.id_column))))::boolean THEN
+        RAISE EXCEPTION 'null value in column "id" of relation "%" violates not-null constraint',
+            (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table)
+            USING ERRCODE = 'not_null_violation',
+                  HINT = format('Rows of %s with a text need an id.', tbl);
+    END IF;
     -- Of a Citus table: one INSERT ... SELECT, which Citus runs on each shard of the table into
     -- the band table's shard beside it.
     IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN

@@ -8,6 +8,18 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::OnceLock;
 
+/// Gives the memory freed so far back to the system: the allocator keeps freed blocks in its
+/// arenas as resident memory, such as what a whole-table search frees once its rows are read
+/// (glibc's `malloc_trim`; elsewhere nothing). It holds each arena's lock while it walks it.
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only hands free pages of the allocator's arenas back to the kernel,
+    // under the arenas' locks; any thread may call it at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// An input too large to process: an allocation failed, or a result would pass a hard limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CapacityError {

@@ -29,14 +29,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::bands::band_keys;
-use super::capacity::{filled, push, reserve, reserve_map, reserve_set, CapacityError};
+use super::capacity::{
+    filled, push, reserve, reserve_map, reserve_set, return_freed_memory, CapacityError,
+};
 use super::components::SharedUnionFind;
 use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
 use super::parallel;
 use super::params::{Banding, ClusterMode, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
 use super::sketch::{binomial_lower_quantile, SEARCH_SKETCH_MISS_PROBABILITY};
-use super::sort::sort_by;
+use super::sort::{sort_by, sort_by_key_in_place};
 use super::spill::{Column, SpillDir};
 
 /// Candidate pairs looked at, rows or pairs handled, between calls of `check_interrupts`.
@@ -140,6 +142,8 @@ pub struct Corpus {
     /// Where the texts and keys go past half of `budget` bytes; `None` keeps them in memory.
     spill: Option<SpillDir>,
     budget: usize,
+    /// [`BAND_PART_BYTES`], less in tests.
+    band_part_bytes: usize,
     /// Called on the calling thread as the keys, then the texts, move to the files, with what
     /// moved.
     spilled: Option<fn(&str)>,
@@ -180,6 +184,14 @@ impl Countdown {
     }
 }
 
+/// The band keys of a block of a band's column, 8 bytes each, with their texts from `first`.
+fn keyed(block: &[u8], first: u32) -> impl Iterator<Item = (u64, u32)> + '_ {
+    block
+        .chunks_exact(8)
+        .zip(first..)
+        .map(|(key, t)| (u64::from_le_bytes(key.try_into().unwrap()), t))
+}
+
 /// Two slots' low 4 bits in one byte.
 fn pack(low: u8, high: u8) -> u8 {
     (low & 0x0F) | (high << 4)
@@ -208,6 +220,7 @@ impl Corpus {
             hasher: RandomState::new(),
             spill: None,
             budget: usize::MAX,
+            band_part_bytes: BAND_PART_BYTES,
             spilled: None,
         }
     }
@@ -322,6 +335,7 @@ impl Corpus {
     /// texts, which only loading needs, is freed.
     fn finish_loading(&mut self) -> Result<(), CapacityError> {
         self.seen = HashMap::new();
+        return_freed_memory();
         self.text.flush()?;
         for column in &mut self.keys {
             column.flush()?;
@@ -340,13 +354,24 @@ impl Corpus {
     /// and the cache of shingle sets may take.
     fn budget_left(&self) -> usize {
         self.budget
+            .saturating_sub(self.budget / UNCOUNTED_SHARE)
             .saturating_sub(self.fixed_bytes())
             .saturating_sub(self.held_bytes())
     }
 
-    /// Bytes one band's sort of the texts takes.
+    /// The parts a band is searched in (see [`Corpus::band_part_order`]): as few as hold at
+    /// most [`BAND_PART_BYTES`] of sorted texts each (a band reads its keys once per part).
+    fn band_parts(&self) -> usize {
+        let bytes = self.distinct_texts() * std::mem::size_of::<(u64, u32)>();
+        bytes
+            .div_ceil(self.band_part_bytes)
+            .next_power_of_two()
+            .min(MAX_BAND_PARTS)
+    }
+
+    /// Bytes one band's sort of the texts of a part takes.
     fn band_sort_bytes(&self) -> usize {
-        self.distinct_texts() * std::mem::size_of::<(u64, u32)>()
+        (self.distinct_texts() * std::mem::size_of::<(u64, u32)>()).div_ceil(self.band_parts())
     }
 
     /// Threads the bands are searched on: the search's, fewer if the budget left holds fewer
@@ -357,13 +382,13 @@ impl Corpus {
     }
 
     /// What the budget gives, once `threads` bands' sorts are held, to the shingle cache
-    /// (half, within its least and most) and to the failed pairs (the rest, as pairs).
+    /// (half, within its least and most) and to the failed pairs (the rest), in bytes.
     fn search_memory(&self, threads: usize) -> (usize, usize) {
         let left = self
             .budget_left()
             .saturating_sub(threads * self.band_sort_bytes());
         let cache = (left / 2).clamp(MIN_SHINGLE_CACHE, SHINGLE_CACHE_BYTES);
-        (cache, left.saturating_sub(cache) / PAIR_BYTES)
+        (cache, left.saturating_sub(cache))
     }
 
     /// The shingle cache's budget once `threads` bands' sorts are held.
@@ -602,6 +627,7 @@ impl Corpus {
             + Sync,
     ) -> Result<Vec<T>, CapacityError> {
         let bands = self.search.banding.bands;
+        let parts = self.band_parts();
         let threads = self.band_threads();
         let (cache, room) = self.search_memory(threads);
         let sets = SetCache::new(cache);
@@ -619,13 +645,15 @@ impl Corpus {
             || BandWork::new(&sets, &looked),
             |work, band, check| {
                 let mut order = std::mem::take(&mut work.order);
-                self.band_order(band, &mut order, check)?;
-                check();
                 let mut out = T::default();
-                for bucket in order.chunk_by(|x, y| x.0 == y.0) {
-                    work.countdown.tick(check);
-                    if bucket.len() >= 2 {
-                        f(work, &mut out, band, bucket, check)?;
+                for part in 0..parts {
+                    self.band_part_order(band, part, parts, &mut order, check)?;
+                    check();
+                    for bucket in order.chunk_by(|x, y| x.0 == y.0) {
+                        work.countdown.tick(check);
+                        if bucket.len() >= 2 {
+                            f(work, &mut out, band, bucket, check)?;
+                        }
                     }
                 }
                 work.order = order;
@@ -641,19 +669,52 @@ impl Corpus {
         order: &mut Vec<(u64, u32)>,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<(), CapacityError> {
+        self.band_part_order(band, 0, 1, order, check_interrupts)
+    }
+
+    /// The texts whose key of `band` is in part `part` of `parts` (a power of two) equal
+    /// ranges of keys, as `(key of band, text)`, sorted, into `order`. A bucket is in one part,
+    /// and the parts in turn give the buckets in key order, as the whole band does; a band
+    /// searched a part at a time holds about `1 / parts` of its texts at once (all of them in
+    /// one part if they share a key).
+    fn band_part_order(
+        &self,
+        band: usize,
+        part: usize,
+        parts: usize,
+        order: &mut Vec<(u64, u32)>,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
         let n = self.distinct_texts();
         order.clear();
-        reserve(order, n, CORPUS)?;
-        self.keys[band].for_each_block(8, |block| {
-            let first = order.len() as u32;
-            order.extend(
-                block
-                    .chunks_exact(8)
-                    .zip(first..)
-                    .map(|(key, t)| (u64::from_le_bytes(key.try_into().unwrap()), t)),
-            );
-        })?;
-        sort_by(order, Ord::cmp, check_interrupts)
+        // (a part holds about n / parts texts: room for a little more, then for what comes)
+        let expected = n / parts;
+        reserve(order, expected + expected / 16, CORPUS)?;
+        let mut t = 0u32;
+        let mut failed = Ok(());
+        if parts == 1 {
+            self.keys[band]
+                .for_each_block(8, |block| order.extend(keyed(block, order.len() as u32)))?;
+        } else {
+            let shift = 64 - parts.trailing_zeros();
+            self.keys[band].for_each_block(8, |block| {
+                for entry in keyed(block, t).filter(|&(key, _)| (key >> shift) as usize == part) {
+                    if failed.is_ok() {
+                        failed = push(order, entry, CORPUS);
+                    }
+                }
+                t += (block.len() / 8) as u32;
+            })?;
+        }
+        failed?;
+        // (in place: a merge through a copy would hold two of these per band searched)
+        sort_by_key_in_place(
+            order,
+            |&(key, t)| (u128::from(key) << 32) | u128::from(t),
+            96,
+            check_interrupts,
+        );
+        Ok(())
     }
 
     /// Whether the signatures of texts `x` and `y` agree on enough low nibbles to be verified
@@ -1458,22 +1519,41 @@ impl BandWork<'_> {
 /// The least the cache of shingle sets gets, whatever the budget.
 const MIN_SHINGLE_CACHE: usize = 16 << 20;
 
-/// Pairs of texts `(a, b)`, `a < b`, shared by the threads of a search: a set in shards, each
-/// behind its own lock, held for a hash probe only. Pairs [`PairSet::insert`] adds are always
-/// kept; those [`PairSet::remember`] adds, while there is room.
+/// Bytes of sorted texts a band holds at once while the search holds more texts than that
+/// (see [`Corpus::band_parts`]); sorting a part this size takes a few hundred milliseconds.
+const BAND_PART_BYTES: usize = 64 << 20;
+
+/// The most parts a band is searched in.
+const MAX_BAND_PARTS: usize = 64;
+
+/// The search leaves one part in this many of its budget to what it does not count: the
+/// pairs found, its threads' scratch, the allocator's slack and the backend's own memory.
+const UNCOUNTED_SHARE: usize = 5;
+
+/// Pairs of texts `(a, b)`, `a < b`, shared by the threads of a search, in shards, each behind
+/// its own lock, held for a hash probe or two: the pairs found ([`PairSet::insert`], always
+/// kept), and the pairs verified and failed ([`PairSet::remember`], kept while their sets
+/// take no more than the room the search gives them).
 struct PairSet {
-    shards: Vec<Mutex<HashSet<u64>>>,
-    /// Pairs `remember` may still add.
+    shards: Vec<Mutex<PairShard>>,
+    /// Bytes the sets of failed pairs may still take.
     room: AtomicUsize,
 }
 
-/// Bytes a pair takes in a [`PairSet`], counting the set's spare room.
-const PAIR_BYTES: usize = 24;
+#[derive(Default)]
+struct PairShard {
+    found: HashSet<u64>,
+    failed: HashSet<u64>,
+}
+
+/// Bytes a place of a set of pairs takes: the pair and a control byte.
+const PAIR_PLACE_BYTES: usize = 9;
 
 /// Shards of a [`PairSet`]: enough that threads rarely wait on one another.
 const PAIR_SHARDS: usize = 64;
 
 impl PairSet {
+    /// A set whose failed pairs take at most `room` bytes.
     fn new(room: usize) -> PairSet {
         PairSet {
             shards: (0..PAIR_SHARDS).map(|_| Mutex::default()).collect(),
@@ -1481,7 +1561,7 @@ impl PairSet {
         }
     }
 
-    fn shard(&self, pair: u64) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+    fn shard(&self, pair: u64) -> std::sync::MutexGuard<'_, PairShard> {
         // (a multiplicative hash: the texts of a pair are near one another in number)
         let at = (pair.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % PAIR_SHARDS;
         // (nothing panics while holding it; a poisoned lock still holds a consistent set)
@@ -1490,24 +1570,45 @@ impl PairSet {
 
     fn contains(&self, a: u32, b: u32) -> bool {
         let pair = (u64::from(a) << 32) | u64::from(b);
-        self.shard(pair).contains(&pair)
+        let shard = self.shard(pair);
+        shard.found.contains(&pair) || shard.failed.contains(&pair)
     }
 
-    /// Adds the pair; false if it was there.
+    /// Bytes `set` takes anew to add one more pair: none while it has a free place, else
+    /// the table it moves to (twice the places, a power of two, at most 7 in 8 of them full)
+    /// and the one it leaves, which stays the allocator's until the band ends.
+    fn growth(set: &HashSet<u64>) -> usize {
+        if set.len() < set.capacity() {
+            0
+        } else if set.capacity() == 0 {
+            4 * PAIR_PLACE_BYTES
+        } else {
+            let places = (set.capacity() * 8).div_ceil(7).next_power_of_two();
+            3 * places * PAIR_PLACE_BYTES
+        }
+    }
+
+    /// Adds a pair found; false if it was there.
     fn insert(&self, a: u32, b: u32) -> Result<bool, CapacityError> {
         let pair = (u64::from(a) << 32) | u64::from(b);
         let mut shard = self.shard(pair);
-        reserve_set(&mut shard, 1, CORPUS)?;
-        Ok(shard.insert(pair))
+        reserve_set(&mut shard.found, 1, CORPUS)?;
+        Ok(shard.found.insert(pair))
     }
 
-    /// Adds the pair if there is room.
+    /// Adds a failed pair if the room holds it.
     fn remember(&self, a: u32, b: u32) -> Result<(), CapacityError> {
+        let pair = (u64::from(a) << 32) | u64::from(b);
+        let mut shard = self.shard(pair);
+        let bytes = Self::growth(&shard.failed);
         let taken = self
             .room
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                n.checked_sub(bytes)
+            });
         if taken.is_ok() {
-            self.insert(a, b)?;
+            reserve_set(&mut shard.failed, 1, CORPUS)?;
+            shard.failed.insert(pair);
         }
         Ok(())
     }
@@ -1556,12 +1657,13 @@ impl SetCache {
         let set = Arc::new(ShingleSet::try_new(text, shingling, check)?);
         let size = set.heap_bytes() + std::mem::size_of::<(u32, Arc<ShingleSet>)>();
         let mut cached = self.cached();
-        if cached.bytes + size > self.budget {
-            *cached = CachedSets::default();
-        }
+        // (a full cache starts over; its sets are freed once the lock is let go)
+        let full = (cached.bytes + size > self.budget).then(|| std::mem::take(&mut *cached));
         reserve_map(&mut cached.sets, 1, CORPUS)?;
         cached.bytes += size;
         cached.sets.insert(t as u32, Arc::clone(&set));
+        drop(cached);
+        drop(full);
         Ok(set)
     }
 
@@ -1894,6 +1996,37 @@ mod tests {
         }
     }
 
+    /// The failed pairs a search remembers take no more than the room it was given, counting
+    /// each shard's table and the one it left as it grew; the pairs found are all kept.
+    #[test]
+    fn remembered_pairs_keep_within_their_room() {
+        for room in [0, 1 << 10, 1 << 16, 1 << 20] {
+            let set = PairSet::new(room);
+            for i in 0..200_000u32 {
+                set.remember(i, i + 1).unwrap();
+            }
+            let places: usize = set
+                .shards
+                .iter()
+                .map(|s| {
+                    let cap = s.lock().unwrap().failed.capacity();
+                    if cap == 0 {
+                        0
+                    } else {
+                        (cap * 8).div_ceil(7).next_power_of_two()
+                    }
+                })
+                .sum();
+            assert!(places * PAIR_PLACE_BYTES <= room, "room {room}");
+            let kept = (0..200_000u32).filter(|&i| set.contains(i, i + 1)).count();
+            assert!(room < 1 << 20 || kept > 10_000, "room {room}: {kept} kept");
+            for i in 0..1000u32 {
+                assert!(set.insert(i, i + 7).unwrap());
+            }
+            assert!((0..1000u32).all(|i| set.contains(i, i + 7)));
+        }
+    }
+
     /// A search whose texts and keys pass its budget gives what the search in memory gives,
     /// from temporary files, on crowded and on random texts, on one thread and on three, in
     /// every mode; it moves them once they pass half the budget (the keys first), its sketches
@@ -1912,6 +2045,8 @@ mod tests {
             let bounded = |budget: usize| {
                 let mut corpus = Corpus::new(s);
                 corpus.spill_to(crate::core::spill::test_dir(), budget, None);
+                // (bands searched in parts of a sixteenth of the budget's sorted texts)
+                corpus.band_part_bytes = budget / 16;
                 let rows: Vec<(i64, &str)> = docs
                     .iter()
                     .enumerate()
@@ -1928,6 +2063,7 @@ mod tests {
             assert_eq!(corpus.form, SketchForm::Nibbles);
             assert_eq!(in_memory.form, SketchForm::Bytes);
             assert_eq!(corpus.held_bytes(), 0);
+            assert_eq!(corpus.band_parts(), 16);
             assert_eq!(corpus.band_threads(), 1);
             assert_eq!(corpus.shingle_cache_bytes(1), MIN_SHINGLE_CACHE);
             let pairs: Vec<_> = corpus.duplicates(|| {}).unwrap().collect();
@@ -1942,6 +2078,7 @@ mod tests {
             // ~220 kB of texts and ~410 kB of keys: 1 MB moves the keys only
             let keys_only = bounded(1 << 20);
             assert_eq!(keys_only.spilled(), (true, false));
+            assert_eq!(keys_only.band_parts(), 1);
             // (~385 kB of sketches in bytes pass a quarter of 1 MB)
             assert_eq!(keys_only.form, SketchForm::Nibbles);
             let pairs: Vec<_> = keys_only.duplicates(|| {}).unwrap().collect();

@@ -26,13 +26,34 @@ pub fn sort_by<T: Copy>(
 /// enough for one `sort_unstable`: no memory beyond the array, and at most eight passes over it
 /// whatever the keys.
 pub fn sort_u64(keys: &mut [u64], check_interrupts: &mut dyn FnMut()) {
-    radix_sort(keys, 56, PIECE, &mut 0, check_interrupts)
+    radix_sort(
+        keys,
+        &|&k| u128::from(k),
+        56,
+        PIECE,
+        &mut 0,
+        check_interrupts,
+    )
 }
 
-/// [`sort_u64`] of keys whose bytes above `shift + 8` are all equal. `work` counts elements
-/// looked at or moved since the last interrupt check.
-fn radix_sort(
-    keys: &mut [u64],
+/// Sorts `v` ascending in place as [`sort_u64`] sorts keys, by `key`, which orders the
+/// elements as `T`'s own order does and has no bit set above `bits`: no memory beyond the
+/// array (where [`sort_by`] merges through a copy of it), and at most `bits / 8` passes.
+pub fn sort_by_key_in_place<T: Copy + Ord>(
+    v: &mut [T],
+    key: impl Fn(&T) -> u128,
+    bits: u32,
+    check_interrupts: &mut dyn FnMut(),
+) {
+    let top = bits.div_ceil(8).max(1) * 8 - 8;
+    radix_sort(v, &key, top, PIECE, &mut 0, check_interrupts)
+}
+
+/// Radix sort of `v` by `key`, whose bits above `shift + 8` are equal for all of `v`. `work`
+/// counts elements looked at or moved since the last interrupt check.
+fn radix_sort<T: Copy + Ord>(
+    v: &mut [T],
+    key: &impl Fn(&T) -> u128,
     shift: u32,
     piece: usize,
     work: &mut usize,
@@ -45,17 +66,18 @@ fn radix_sort(
             check_interrupts();
         }
     };
-    if keys.len() <= piece {
-        keys.sort_unstable();
-        tick(work, keys.len());
+    if v.len() <= piece {
+        // (`T`'s order is the key's, and cheaper to compare than a computed key)
+        v.sort_unstable();
+        tick(work, v.len());
         return;
     }
-    let digit = |k: u64| (k >> shift) as u8 as usize;
+    let digit = |x: &T| (key(x) >> shift) as u8 as usize;
     let mut ends = [0usize; 256];
-    for &k in keys.iter() {
-        ends[digit(k)] += 1;
+    for x in v.iter() {
+        ends[digit(x)] += 1;
     }
-    tick(work, keys.len());
+    tick(work, v.len());
     let mut starts = [0usize; 256];
     let mut total = 0;
     for d in 0..256 {
@@ -63,26 +85,27 @@ fn radix_sort(
         total += ends[d];
         ends[d] = total;
     }
-    // next[d]: the first slot of bucket d not yet holding a key of digit d
+    // next[d]: the first slot of bucket d not yet holding an element of digit d
     let mut next = starts;
     for d in 0..256 {
         while next[d] < ends[d] {
-            let mut k = keys[next[d]];
-            while digit(k) != d {
-                let e = digit(k);
-                std::mem::swap(&mut k, &mut keys[next[e]]);
+            let mut x = v[next[d]];
+            while digit(&x) != d {
+                let e = digit(&x);
+                std::mem::swap(&mut x, &mut v[next[e]]);
                 next[e] += 1;
                 tick(work, 1);
             }
-            keys[next[d]] = k;
+            v[next[d]] = x;
             next[d] += 1;
         }
     }
-    tick(work, keys.len());
+    tick(work, v.len());
     if shift > 0 {
         for d in 0..256 {
             radix_sort(
-                &mut keys[starts[d]..ends[d]],
+                &mut v[starts[d]..ends[d]],
+                key,
                 shift - 8,
                 piece,
                 work,
@@ -184,6 +207,30 @@ mod tests {
     }
 
     #[test]
+    fn radix_passes_by_a_key_sort_pairs_as_their_order() {
+        let mut rng = Rng(5);
+        for (n, piece) in [(0, 4), (7, 4), (3000, 16), (20_000, 1000)] {
+            for keys in [1u64, 3, 1 << 40] {
+                let input: Vec<(u64, u32)> = (0..n).map(|t| (rng.below(keys), t)).collect();
+                let mut want = input.clone();
+                want.sort_unstable();
+                let mut got = input;
+                let key = |&(k, t): &(u64, u32)| (u128::from(k) << 32) | u128::from(t);
+                radix_sort(&mut got, &key, 88, piece, &mut 0, &mut || {});
+                assert_eq!(got, want, "n {n} piece {piece} keys {keys}");
+            }
+        }
+        let mut small = vec![(3u64, 1u32), (1, 2), (3, 0)];
+        sort_by_key_in_place(
+            &mut small,
+            |&(k, t)| (u128::from(k) << 32) | u128::from(t),
+            96,
+            &mut || {},
+        );
+        assert_eq!(small, [(1, 2), (3, 0), (3, 1)]);
+    }
+
+    #[test]
     fn radix_passes_give_the_sorted_array() {
         let mut rng = Rng(4);
         type Key = fn(&mut Rng, u64) -> u64;
@@ -201,7 +248,14 @@ mod tests {
                 want.sort_unstable();
                 let mut got = input;
                 let mut checks = 0;
-                radix_sort(&mut got, 56, piece, &mut 0, &mut || checks += 1);
+                radix_sort(
+                    &mut got,
+                    &|&k| u128::from(k),
+                    56,
+                    piece,
+                    &mut 0,
+                    &mut || checks += 1,
+                );
                 assert_eq!(got, want, "{shape}: n {n} piece {piece}");
                 // a check after each pass over a bucket, and after every `piece` moves
                 if n as usize > piece {
