@@ -152,6 +152,23 @@ pub(in crate::index) fn is_citus_table(rel: pg_sys::Oid) -> bool {
     .unwrap_or_else(|e| spi_failed(e))
 }
 
+/// Whether this node is a Citus worker: its group is not the coordinator's (0).
+pub(in crate::index) fn is_worker() -> bool {
+    if !metadata_present() {
+        return false;
+    }
+    let sql = "SELECT g.groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group g";
+    Spi::connect(|client| {
+        let table = client.select(sql, Some(1), &[])?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        table.first().get::<bool>(1)
+    })
+    .unwrap_or_else(|e| spi_failed(e))
+    .unwrap_or(false)
+}
+
 /// The arguments of the insert sync trigger of `ext` on `shard` (open as `rel`), or with no
 /// shard on the Citus table `rel` itself (on a worker, its shell table, which Citus gives the
 /// table's triggers too): the catalog rows of the indexes of its table (see the module
