@@ -20,7 +20,7 @@ use pgrx::prelude::*;
 
 use crate::pg::error::raise;
 
-use super::extension::Extension;
+use super::extension::{older_sql_objects, Extension};
 use super::restore::{is_ours, triggers, SYNC_FUNCTION, SYNC_INSERT_TRIGGER};
 use super::trigger::trigger_args;
 use crate::index::run::owner::SettingScope;
@@ -213,9 +213,5 @@ pub(in crate::index) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
 /// UPDATE` then drops the function). A 0.2.0 catalog that calls it is told to update.
 #[pg_extern(sql = false)]
 fn _minhash_verify_pairs() {
-    raise(
-        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        "pg_minhash's library is newer than its SQL objects in this database",
-        Some("Run ALTER EXTENSION pg_minhash UPDATE.".into()),
-    )
+    older_sql_objects()
 }

@@ -21,6 +21,7 @@ use crate::pg::names::{
 
 use super::access_plan::Index;
 use crate::index::def::catalog::IndexDef;
+use crate::index::def::extension::older_sql_objects;
 use crate::index::def::settings::query_threshold;
 use crate::index::def::text_source::TextSource;
 use crate::index::run::spi::{for_each_text_row, spi_failed};
@@ -110,6 +111,19 @@ fn _minhash_search_keyed_clusters(
     let mode = plan.mode;
     let (corpus, ids) = plan.keyed_corpus(id_type);
     keyed_clusters(corpus, ids, mode)
+}
+
+/// The library entry points of 0.2.0's `_minhash_cluster_mode` and `_minhash_query_threshold`,
+/// which its PL/pgSQL searches called before the searches were Rust (see
+/// `extension::older_sql_objects`).
+#[pg_extern(sql = false)]
+fn _minhash_cluster_mode() {
+    older_sql_objects()
+}
+
+#[pg_extern(sql = false)]
+fn _minhash_query_threshold() {
+    older_sql_objects()
 }
 
 /// The type of a typed search's `id_type` witness argument (its second), NULL as it may be.
