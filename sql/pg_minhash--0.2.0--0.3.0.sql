@@ -1287,59 +1287,70 @@ DROP FUNCTION @extschema@.minhash_duplicates(regclass, anyelement, float8);
 DROP FUNCTION @extschema@.minhash_clusters(regclass, float8, text, text);
 DROP FUNCTION @extschema@.minhash_clusters(regclass, anyelement, float8, text, text);
 DROP FUNCTION minhash_internal._minhash_rows_sql(@extschema@.minhash_indexes, boolean, boolean, text);
--- (of a Citus table distributed by a tenant, the rows of one tenant: docs/citus.md)
-CREATE FUNCTION minhash_internal."_minhash_equality_operator"(
-	"typ" oid /* pgrx::pg_sys::Oid */
-) RETURNS TEXT /* alloc::string::String */
-STRICT STABLE PARALLEL SAFE
+-- The searches resolve the index, check their arguments and build the rows query in Rust
+-- (src/index/read/whole_table.rs), with no SQL or PL/pgSQL in between; the index settings no
+-- longer travel as arguments.
+DROP FUNCTION minhash_internal._minhash_check_id_type(@extschema@.minhash_indexes, regtype, text);
+DROP FUNCTION minhash_internal._minhash_query_threshold(float8, float8, int, int);
+DROP FUNCTION minhash_internal._minhash_cluster_mode(text, text);
+DROP FUNCTION minhash_internal._minhash_search_pairs(text, int, int, text, int, int, float8);
+DROP FUNCTION minhash_internal._minhash_search_clusters(text, int, int, text, int, int, float8, text);
+DROP FUNCTION minhash_internal._minhash_search_keyed_pairs(anyelement, text, int, int, text, int, int,
+    float8);
+DROP FUNCTION minhash_internal._minhash_search_keyed_clusters(anyelement, text, int, int, text, int,
+    int, float8, text);
+CREATE FUNCTION minhash_internal."_minhash_search_pairs"(
+	"tbl" regclass, /* Option < Regclass > */
+	"threshold" double precision, /* Option < f64 > */
+	"tenant" TEXT /* Option < & str > */
+) RETURNS TABLE (
+	"id_a" bigint,  /* i64 */
+	"id_b" bigint,  /* i64 */
+	"similarity" double precision  /* f64 */
+)
+STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_minhash_equality_operator_wrapper';
-CREATE FUNCTION minhash_internal._minhash_tenant_filter(cfg @extschema@.minhash_indexes, tenant text)
-RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    col name := minhash_internal._minhash_tenant_column(cfg);
-BEGIN
-    IF tenant IS NULL THEN
-        RETURN '';
-    ELSIF col IS NULL THEN
-        RAISE EXCEPTION '% is not a Citus table distributed by a tenant column', cfg.tbl
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'tenant applies to a table distributed by another column than the id (docs/citus.md).';
-    END IF;
-    -- (compared by the equality of the type's default B-tree operator class and read without
-    -- the column's type modifier, as minhash_similar reads it)
-    RETURN (SELECT format(' AND d.%I %s %L::%s', col,
-                          minhash_internal._minhash_equality_operator(a.atttypid), tenant,
-                          format_type(a.atttypid, NULL))
-            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attname = col);
-END $$;
-
-CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
-    typed boolean, ordered boolean, priority text, tenant text)
-RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT CASE WHEN cfg.text_expression IS NULL
-                THEN format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL%5$s',
-                            cfg.id_column, cfg.text_column, cfg.tbl,
-                            CASE WHEN typed THEN '' ELSE '::bigint' END,
-                            minhash_internal._minhash_tenant_filter(cfg, tenant))
-                -- (OFFSET 0: the expression is computed once per row)
-                ELSE format('SELECT d.%1$I%4$s, x.text FROM %3$s d
-                             CROSS JOIN LATERAL (SELECT %2$s AS text OFFSET 0) x
-                             WHERE x.text IS NOT NULL%5$s',
-                            cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', true),
-                            cfg.tbl, CASE WHEN typed THEN '' ELSE '::bigint' END,
-                            minhash_internal._minhash_tenant_filter(cfg, tenant)) END
-        -- (a line break ends a comment the priority may end with)
-        || CASE WHEN ordered THEN format(E' ORDER BY %s d.%I', priority || E'\n,', cfg.id_column)
-                ELSE '' END
-$$;
-
+AS 'MODULE_PATHNAME', '_minhash_search_pairs_wrapper';
+CREATE FUNCTION minhash_internal."_minhash_search_keyed_pairs"(
+	"tbl" regclass, /* Option < Regclass > */
+	"id_type" anyelement, /* Option < AnyElement > */
+	"threshold" double precision, /* Option < f64 > */
+	"tenant" TEXT /* Option < & str > */
+) RETURNS TABLE (
+	"id_a" anyelement,  /* AnyElement */
+	"id_b" anyelement,  /* AnyElement */
+	"similarity" double precision  /* f64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_search_keyed_pairs_wrapper';
+CREATE FUNCTION minhash_internal."_minhash_search_clusters"(
+	"tbl" regclass, /* Option < Regclass > */
+	"threshold" double precision, /* Option < f64 > */
+	"mode" TEXT, /* Option < & str > */
+	"priority" TEXT, /* Option < & str > */
+	"tenant" TEXT /* Option < & str > */
+) RETURNS TABLE (
+	"id" bigint,  /* i64 */
+	"cluster_id" bigint  /* i64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_search_clusters_wrapper';
+CREATE FUNCTION minhash_internal."_minhash_search_keyed_clusters"(
+	"tbl" regclass, /* Option < Regclass > */
+	"id_type" anyelement, /* Option < AnyElement > */
+	"threshold" double precision, /* Option < f64 > */
+	"mode" TEXT, /* Option < & str > */
+	"priority" TEXT, /* Option < & str > */
+	"tenant" TEXT /* Option < & str > */
+) RETURNS TABLE (
+	"id" anyelement,  /* AnyElement */
+	"cluster_id" anyelement  /* AnyElement */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_search_keyed_clusters_wrapper';
 
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, threshold float8 DEFAULT NULL,
     tenant text DEFAULT NULL)
@@ -1347,17 +1358,10 @@ RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
-        SELECT minhash_internal._minhash_search_pairs(
-                   minhash_internal._minhash_rows_sql(c, false, false, NULL, minhash_duplicates.tenant),
-                   c.k, c.ngram,
-                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
-        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
-        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        SELECT minhash_internal._minhash_search_pairs(minhash_duplicates.tbl,
+                   minhash_duplicates.threshold, minhash_duplicates.tenant) AS p
         OFFSET 0) s
 $$;
-
 
 CREATE FUNCTION @extschema@.minhash_duplicates(tbl regclass, id_type anyelement,
     threshold float8 DEFAULT NULL, tenant text DEFAULT NULL)
@@ -1365,56 +1369,32 @@ RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
-        SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.id_type,
-                   minhash_internal._minhash_rows_sql(c, true, false, NULL, minhash_duplicates.tenant),
-                   c.k, c.ngram,
-                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
-        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
-                   c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
-        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.tbl,
+                   minhash_duplicates.id_type, minhash_duplicates.threshold,
+                   minhash_duplicates.tenant) AS p
         OFFSET 0) s
 $$;
-
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
     mode text DEFAULT 'connected', priority text DEFAULT NULL, tenant text DEFAULT NULL)
 RETURNS TABLE (id bigint, cluster_id bigint)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
-BEGIN
-    PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_clusters');
-    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
-                                                           cfg.rows_per_band);
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
-        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority, tenant), cfg.k, cfg.ngram,
-        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
-END $$;
-
+    SELECT c.id, c.cluster_id FROM minhash_internal._minhash_search_clusters(minhash_clusters.tbl,
+        minhash_clusters.threshold, minhash_clusters.mode, minhash_clusters.priority,
+        minhash_clusters.tenant) c
+$$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
     threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL,
     tenant text DEFAULT NULL)
 RETURNS TABLE (id anyelement, cluster_id anyelement)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
-BEGIN
-    PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_clusters');
-    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
-                                                           cfg.rows_per_band);
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
-        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority, tenant), cfg.k, cfg.ngram,
-        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
-END $$;
+    SELECT c.id, c.cluster_id FROM minhash_internal._minhash_search_keyed_clusters(
+        minhash_clusters.tbl, minhash_clusters.id_type, minhash_clusters.threshold,
+        minhash_clusters.mode, minhash_clusters.priority, minhash_clusters.tenant) c
+$$;
 
 COMMENT ON FUNCTION @extschema@.minhash_duplicates(regclass, float8, text) IS
     'every pair of near-duplicate rows of an indexed table, with exact Jaccard';

@@ -2,99 +2,10 @@
 -- minhash_clusters of a table, on one node or across Citus workers; last, the comments of every
 -- function users call.
 
--- The condition ` AND d.<tenant column> = '<tenant>'::<its type>` that keeps the rows of tenant
--- `tenant` (text, read as a cast to the type would) of the Citus table distributed by a tenant whose
--- index `cfg` is (docs/citus.md); '' for a NULL tenant; 22023 for a table not distributed by a
--- tenant.
-CREATE FUNCTION minhash_internal._minhash_tenant_filter(cfg @extschema@.minhash_indexes, tenant text)
-RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    col name := minhash_internal._minhash_tenant_column(cfg);
-BEGIN
-    IF tenant IS NULL THEN
-        RETURN '';
-    ELSIF col IS NULL THEN
-        RAISE EXCEPTION '% is not a Citus table distributed by a tenant column', cfg.tbl
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'tenant applies to a table distributed by another column than the id (docs/citus.md).';
-    END IF;
-    -- (compared by the equality of the type's default B-tree operator class and read without
-    -- the column's type modifier, as minhash_similar reads it)
-    RETURN (SELECT format(' AND d.%I %s %L::%s', col,
-                          minhash_internal._minhash_equality_operator(a.atttypid), tenant,
-                          format_type(a.atttypid, NULL))
-            FROM pg_attribute a WHERE a.attrelid = cfg.tbl AND a.attname = col);
-END $$;
-
--- The query minhash_duplicates and minhash_clusters read tbl through: (id, text) of every row
--- with a text, the id as bigint or (typed) in its own type. They search it in memory
--- (src/core/dedup.rs) rather than joining the band table with itself: signing the text again
--- costs less than reading `bands` band rows per row, and gives the same keys. Of a Citus table
--- the query runs through Citus, which streams the rows of every shard to this backend: the
--- search is the one-node search, with no band rows moved between workers (docs/citus.md).
--- `ordered` reads the rows in the greedy order of mode 'representative': by `priority` (the
--- caller's ORDER BY list over the table's columns, part of the caller's query, run with the
--- caller's rights), then by id.
--- With `tenant` (of a Citus table distributed by a tenant, _minhash_tenant_filter), the rows of
--- that tenant only, which Citus reads from its one shard.
-CREATE FUNCTION minhash_internal._minhash_rows_sql(cfg @extschema@.minhash_indexes,
-    typed boolean, ordered boolean, priority text, tenant text)
-RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT CASE WHEN cfg.text_expression IS NULL
-                THEN format('SELECT d.%1$I%4$s, d.%2$I::text FROM %3$s d WHERE d.%2$I IS NOT NULL%5$s',
-                            cfg.id_column, cfg.text_column, cfg.tbl,
-                            CASE WHEN typed THEN '' ELSE '::bigint' END,
-                            minhash_internal._minhash_tenant_filter(cfg, tenant))
-                -- (OFFSET 0: the expression is computed once per row)
-                ELSE format('SELECT d.%1$I%4$s, x.text FROM %3$s d
-                             CROSS JOIN LATERAL (SELECT %2$s AS text OFFSET 0) x
-                             WHERE x.text IS NOT NULL%5$s',
-                            cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', true),
-                            cfg.tbl, CASE WHEN typed THEN '' ELSE '::bigint' END,
-                            minhash_internal._minhash_tenant_filter(cfg, tenant)) END
-        -- (a line break ends a comment the priority may end with)
-        || CASE WHEN ordered THEN format(E' ORDER BY %s d.%I', priority || E'\n,', cfg.id_column)
-                ELSE '' END
-$$;
-
--- Checks the type of tbl's id column for the function `fn`: the bigint forms (id_type NULL)
--- take smallint, integer and bigint keys, a typed form (id_type the type of its witness) the
--- key's own type (42804 otherwise, with a hint naming the call that fits). A witness of a
--- numeric type is passed by name: in second place it would be taken for the threshold (the
--- bigint form's float8 wins the overload resolution).
-CREATE FUNCTION minhash_internal._minhash_check_id_type(cfg @extschema@.minhash_indexes,
-    id_type regtype, fn text)
-RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    key_type regtype;
-    typed_call text;
-BEGIN
-    SELECT a.atttypid INTO key_type FROM pg_attribute a
-    WHERE a.attrelid = cfg.tbl AND a.attname = cfg.id_column AND a.attnum > 0 AND NOT a.attisdropped;
-    SELECT format('%s(%L, %sNULL::%s)', fn, cfg.tbl::text,
-                  CASE WHEN t.typcategory = 'N' THEN 'id_type => ' ELSE '' END, key_type)
-    INTO typed_call FROM pg_type t WHERE t.oid = key_type;
-    IF id_type IS NULL AND key_type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
-        RAISE EXCEPTION 'id column "%" of table % is of type %, not smallint, integer or bigint',
-            cfg.id_column, cfg.tbl, key_type
-            USING ERRCODE = 'datatype_mismatch',
-                  HINT = format('Call %s for ids of type %s.', typed_call, key_type);
-    ELSIF id_type IS NOT NULL AND id_type <> key_type THEN
-        RAISE EXCEPTION 'id_type is %, but id column "%" of table % is of type %',
-            id_type, cfg.id_column, cfg.tbl, key_type
-            USING ERRCODE = 'datatype_mismatch', HINT = format('Call %s.', typed_call);
-    END IF;
-END $$;
-
+-- The searches are in Rust (src/index/read/whole_table.rs): each resolves the index once,
+-- checks the arguments (the id type, the threshold, the mode and priority, the tenant) and reads
+-- the rows with the caller's rights. The functions here only give them their SQL names.
+--
 -- minhash_duplicates streams its pairs: it is an SQL function PostgreSQL inlines into the
 -- calling query (no SET clause, not STRICT: a subquery, not a function scan that would hold the
 -- whole result), and _minhash_search_pairs makes one pair per call in its target list
@@ -106,14 +17,8 @@ RETURNS TABLE (id_a bigint, id_b bigint, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
-        SELECT minhash_internal._minhash_search_pairs(
-                   minhash_internal._minhash_rows_sql(c, false, false, NULL, minhash_duplicates.tenant),
-                   c.k, c.ngram,
-                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
-        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(c, NULL, 'minhash_duplicates') t
-        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        SELECT minhash_internal._minhash_search_pairs(minhash_duplicates.tbl,
+                   minhash_duplicates.threshold, minhash_duplicates.tenant) AS p
         OFFSET 0) s
 $$;
 
@@ -123,54 +28,32 @@ RETURNS TABLE (id_a anyelement, id_b anyelement, similarity float8)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT (s.p).id_a, (s.p).id_b, (s.p).similarity FROM (
-        SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.id_type,
-                   minhash_internal._minhash_rows_sql(c, true, false, NULL, minhash_duplicates.tenant),
-                   c.k, c.ngram,
-                   c.unit, c.bands, c.rows_per_band, q.threshold) AS p
-        FROM minhash_internal._minhash_index(minhash_duplicates.tbl) c
-        CROSS JOIN LATERAL minhash_internal._minhash_check_id_type(
-                   c, pg_catalog.pg_typeof(minhash_duplicates.id_type), 'minhash_duplicates') t
-        CROSS JOIN LATERAL minhash_internal._minhash_query_threshold(
-                   minhash_duplicates.threshold, c.threshold, c.bands, c.rows_per_band) q(threshold)
+        SELECT minhash_internal._minhash_search_keyed_pairs(minhash_duplicates.tbl,
+                   minhash_duplicates.id_type, minhash_duplicates.threshold,
+                   minhash_duplicates.tenant) AS p
         OFFSET 0) s
 $$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, threshold float8 DEFAULT NULL,
     mode text DEFAULT 'connected', priority text DEFAULT NULL, tenant text DEFAULT NULL)
 RETURNS TABLE (id bigint, cluster_id bigint)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
-BEGIN
-    PERFORM minhash_internal._minhash_check_id_type(cfg, NULL, 'minhash_clusters');
-    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
-                                                           cfg.rows_per_band);
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_clusters(
-        minhash_internal._minhash_rows_sql(cfg, false, ordered, priority, tenant), cfg.k, cfg.ngram,
-        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
-END $$;
+    SELECT c.id, c.cluster_id FROM minhash_internal._minhash_search_clusters(minhash_clusters.tbl,
+        minhash_clusters.threshold, minhash_clusters.mode, minhash_clusters.priority,
+        minhash_clusters.tenant) c
+$$;
 
 CREATE FUNCTION @extschema@.minhash_clusters(tbl regclass, id_type anyelement,
     threshold float8 DEFAULT NULL, mode text DEFAULT 'connected', priority text DEFAULT NULL,
     tenant text DEFAULT NULL)
 RETURNS TABLE (id anyelement, cluster_id anyelement)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    ordered boolean := minhash_internal._minhash_cluster_mode(mode, priority);
-BEGIN
-    PERFORM minhash_internal._minhash_check_id_type(cfg, pg_typeof(id_type), 'minhash_clusters');
-    threshold := minhash_internal._minhash_query_threshold(threshold, cfg.threshold, cfg.bands,
-                                                           cfg.rows_per_band);
-    RETURN QUERY SELECT * FROM minhash_internal._minhash_search_keyed_clusters(id_type,
-        minhash_internal._minhash_rows_sql(cfg, true, ordered, priority, tenant), cfg.k, cfg.ngram,
-        cfg.unit, cfg.bands, cfg.rows_per_band, threshold, mode);
-END $$;
+    SELECT c.id, c.cluster_id FROM minhash_internal._minhash_search_keyed_clusters(
+        minhash_clusters.tbl, minhash_clusters.id_type, minhash_clusters.threshold,
+        minhash_clusters.mode, minhash_clusters.priority, minhash_clusters.tenant) c
+$$;
 
 -- What \df+ and \dd show for each function users call (all overloads of a name, or those whose
 -- first argument is of the type given).

@@ -216,8 +216,8 @@ mod tests {
     }
 
     /// Rust functions are IMMUTABLE, PARALLEL SAFE and (but lsh_bands, minhash_similar,
-    /// minhash_matches, _minhash_threshold, _minhash_as_owner, _minhash_cluster_mode and the
-    /// typed searches, whose NULL arguments mean something) STRICT,
+    /// minhash_matches, _minhash_threshold, _minhash_as_owner and the whole-table searches,
+    /// whose NULL arguments mean something) STRICT,
     /// except those that read a table (STABLE), those that write one (VOLATILE, PARALLEL
     /// UNSAFE), those that read a sketch store's pages as they are, outside any snapshot, or
     /// time themselves (VOLATILE), and the trigger, event trigger and access method handler
@@ -233,7 +233,7 @@ mod tests {
              'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads',
              '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters',
              '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql',
-             '_minhash_check_indexable', '_minhash_equality_operator'";
+             '_minhash_check_indexable'";
         let table_writers =
             "'_minhash_as_owner', '_minhash_link_band_table', '_minhash_sync_stores',
              '_minhash_band_fill'";
@@ -256,9 +256,8 @@ mod tests {
                                              ELSE 's' END
                     OR (NOT p.proisstrict AND p.proname NOT IN
                         ('lsh_bands', 'minhash_similar', 'minhash_matches', 'minhash_explain',
-                         '_minhash_threshold',
-                         '_minhash_query_threshold',
-                         '_minhash_as_owner', '_minhash_cluster_mode', '_minhash_search_keyed_pairs',
+                         '_minhash_threshold', '_minhash_as_owner', '_minhash_search_pairs',
+                         '_minhash_search_clusters', '_minhash_search_keyed_pairs',
                          '_minhash_search_keyed_clusters', '_minhash_row_text')))"
         ));
         assert_eq!(wrong_c, Some(vec![]));

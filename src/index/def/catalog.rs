@@ -101,6 +101,9 @@ pub(in crate::index) struct IndexDef {
     pub(in crate::index) members: Vec<pg_sys::Oid>,
     /// Of a Citus table distributed by another column than the id: that column (docs/citus.md).
     pub(in crate::index) tenant: Option<Tenant>,
+    /// The type of the band table's id column (InvalidOid if the band table is gone): see
+    /// [`IndexDef::check_band_ids`].
+    band_id_type: pg_sys::Oid,
     /// The transaction that wrote the catalog row (InvalidTransactionId for a row a trigger's
     /// arguments carry): see [`IndexDef::snapshot_predates`].
     xmin: pg_sys::TransactionId,
@@ -317,7 +320,7 @@ impl IndexDef {
         });
         let id_type = column_type(tbl, &id_column);
         // SAFETY: a catalog lookup by OID and attribute number; InvalidOid for a band table
-        // that is gone (writes then refuse it, lookups find no rows).
+        // that is gone.
         let stored = unsafe { pg_sys::get_atttype(band_table, attnum(band_table, "id")) };
         // SAFETY: a catalog lookup by OID.
         let relkind = unsafe { pg_sys::get_rel_relkind(tbl) };
@@ -351,13 +354,6 @@ impl IndexDef {
             }
         }
         let key = KeyType::for_column(id_type);
-        // (the band table's ids are read as the key type: another type is refused, never read)
-        if stored != pg_sys::InvalidOid && stored != key.oid {
-            altered_band_table(
-                tbl,
-                made_again("Its id column has another type than the table's"),
-            );
-        }
         let id_column_name = id_column.clone();
         IndexDef {
             tbl,
@@ -373,7 +369,41 @@ impl IndexDef {
             threshold,
             members: members.to_vec(),
             tenant: Tenant::of(tbl, band_table, &id_column_name),
+            band_id_type: stored,
             xmin: pg_sys::TransactionId::from_inner(xmin as u32),
+        }
+    }
+
+    /// The tenant column of an index of a Citus table distributed by a tenant, for a call that
+    /// names a tenant: 22023 for any other table, the hint saying what `tenant` applies to,
+    /// then `more`.
+    pub(in crate::index) fn tenant_column(&self, more: &str) -> &Tenant {
+        let Some(tenant) = &self.tenant else {
+            raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "{} is not a Citus table distributed by a tenant column",
+                    regclass_name(self.tbl)
+                ),
+                Some(format!(
+                    "tenant applies to a table distributed by another column than the id \
+                     (docs/citus.md){more}."
+                )),
+            );
+        };
+        tenant
+    }
+
+    /// Raises 55000 unless the band table stores ids as the key type of the table's id column
+    /// (or is gone: writes then refuse it, lookups find no rows). What reads or writes band rows
+    /// asks this (`access_plan::Index::of_table`); the band rows' ids are refused, never read
+    /// as another type. A whole-table search, which reads only the table, does not.
+    pub(in crate::index) fn check_band_ids(&self) {
+        if self.band_id_type != pg_sys::InvalidOid && self.band_id_type != self.key.oid {
+            altered_band_table(
+                self.tbl,
+                made_again("Its id column has another type than the table's"),
+            );
         }
     }
 

@@ -20,7 +20,7 @@ use pgrx::prelude::*;
 
 use crate::pg::error::raise;
 
-use super::extension::Extension;
+use super::extension::{older_sql_objects, Extension};
 use super::restore::{is_ours, triggers, SYNC_FUNCTION, SYNC_INSERT_TRIGGER};
 use super::trigger::trigger_args;
 use crate::index::run::owner::SettingScope;
@@ -152,6 +152,23 @@ pub(in crate::index) fn is_citus_table(rel: pg_sys::Oid) -> bool {
     .unwrap_or_else(|e| spi_failed(e))
 }
 
+/// Whether this node is a Citus worker: its group is not the coordinator's (0).
+pub(in crate::index) fn is_worker() -> bool {
+    if !metadata_present() {
+        return false;
+    }
+    let sql = "SELECT g.groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group g";
+    Spi::connect(|client| {
+        let table = client.select(sql, Some(1), &[])?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        table.first().get::<bool>(1)
+    })
+    .unwrap_or_else(|e| spi_failed(e))
+    .unwrap_or(false)
+}
+
 /// The arguments of the insert sync trigger of `ext` on `shard` (open as `rel`), or with no
 /// shard on the Citus table `rel` itself (on a worker, its shell table, which Citus gives the
 /// table's triggers too): the catalog rows of the indexes of its table (see the module
@@ -196,9 +213,5 @@ pub(in crate::index) fn nested_execution<T>(f: impl FnOnce() -> T) -> T {
 /// UPDATE` then drops the function). A 0.2.0 catalog that calls it is told to update.
 #[pg_extern(sql = false)]
 fn _minhash_verify_pairs() {
-    raise(
-        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        "pg_minhash's library is newer than its SQL objects in this database",
-        Some("Run ALTER EXTENSION pg_minhash UPDATE.".into()),
-    )
+    older_sql_objects()
 }

@@ -97,3 +97,14 @@ impl Extension {
         quote_ident(unsafe { CStr::from_ptr(pg_sys::get_namespace_name(self.schema)) })
     }
 }
+
+/// Raises 55000 in a library entry point kept only so that an older release's install script
+/// loads with this library (`ALTER EXTENSION pg_minhash UPDATE` then drops its function): a
+/// catalog of that release that calls it is told to update.
+pub(in crate::index) fn older_sql_objects() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_minhash's library is newer than its SQL objects in this database",
+        Some("Run ALTER EXTENSION pg_minhash UPDATE.".into()),
+    )
+}

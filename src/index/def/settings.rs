@@ -30,6 +30,19 @@ pub(in crate::index) fn checked_threshold(threshold: Option<f64>, fallback: f64)
     threshold.map_or(fallback, |t| check_threshold(t).or_raise())
 }
 
+/// The threshold of a query of an index with threshold `index_threshold` and bands `banding`:
+/// its `threshold` argument, NULL meaning the index's, with a NOTICE if it is below the index's
+/// (see [`notice_low_threshold`]).
+pub(in crate::index) fn query_threshold(
+    threshold: Option<f64>,
+    index_threshold: f64,
+    banding: Banding,
+) -> f64 {
+    let threshold = checked_threshold(threshold, index_threshold);
+    notice_low_threshold(threshold, index_threshold, banding);
+    threshold
+}
+
 /// Reports in a NOTICE that a query's `threshold` is below its index's own, and how often a
 /// pair of exactly that similarity shares a band key with these bands (`lsh_probability`): the
 /// index was sized for its own threshold, and below it recall falls.

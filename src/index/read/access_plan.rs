@@ -236,42 +236,76 @@ impl Index {
         fn_oid: pg_sys::Oid,
         name: pg_sys::Oid,
     ) -> Rc<Index> {
-        Self::find(client, fn_oid, name)
+        Self::find(client, fn_oid, name, Self::of_table)
             .or_else(|| Self::default_of(&Self::of_citus_worker(client, fn_oid, name)))
-            .unwrap_or_else(|| {
-                check_indexable(name);
-                // SAFETY: the relation is opened with a lock (or not found) and closed again; its
-                // trigger descriptor is read while it is open.
-                unsafe {
-                    let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
-                    if !rel.is_null() {
-                        let ext = Extension::of_function(fn_oid);
-                        let indexed = has_sync_trigger((*rel).trigdesc, ext);
-                        pg_sys::table_close(rel, pg_sys::NoLock as i32);
-                        if indexed {
-                            refuse_newer_index(name);
-                        }
-                    }
-                }
-                raise(
-                    PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                    format!("table {} has no minhash index", regclass_name(name)),
-                    Some(
-                        "Create one with minhash_index_create(table, id_column, text_column)."
-                            .into(),
-                    ),
-                )
-            })
+            .unwrap_or_else(|| Self::missing(fn_oid, name))
     }
 
-    /// The index named `name`: the default index of table `name` (see [`Index::default_of`]),
-    /// or the index whose band table `name` is.
-    pub(super) fn find(
+    /// The index named `name`, as [`Index::get`] finds it, for a whole-table search, which
+    /// reads the table's rows and not its band rows: the band table is not checked (see
+    /// [`IndexDef::check_band_ids`]); on a Citus worker, which keeps no catalog rows, 0A000.
+    pub(in crate::index) fn of_rows(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         name: pg_sys::Oid,
+    ) -> Rc<Index> {
+        Self::find(client, fn_oid, name, Self::read_table).unwrap_or_else(|| {
+            check_indexable(name);
+            if citus::is_citus_table(name) && citus::is_worker() {
+                raise(
+                    PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "this node has no minhash catalog: {} is a Citus table, and this is a \
+                         worker",
+                        regclass_name(name)
+                    ),
+                    Some(
+                        "Run this call on the coordinator, in a statement of its own: Citus \
+                         sends a statement that reads one row of a distributed table whole to \
+                         that row's worker."
+                            .into(),
+                    ),
+                );
+            }
+            Self::missing(fn_oid, name)
+        })
+    }
+
+    /// Raises the error for `name`, of which no index was found: 42809 for a relation that
+    /// cannot have one, 42704 for a table that has none (40001 if it has one that this
+    /// transaction's snapshot predates, see [`refuse_newer_index`]).
+    fn missing(fn_oid: pg_sys::Oid, name: pg_sys::Oid) -> ! {
+        check_indexable(name);
+        // SAFETY: the relation is opened with a lock (or not found) and closed again; its
+        // trigger descriptor is read while it is open.
+        unsafe {
+            let rel = pg_sys::try_table_open(name, pg_sys::AccessShareLock as i32);
+            if !rel.is_null() {
+                let ext = Extension::of_function(fn_oid);
+                let indexed = has_sync_trigger((*rel).trigdesc, ext);
+                pg_sys::table_close(rel, pg_sys::NoLock as i32);
+                if indexed {
+                    refuse_newer_index(name);
+                }
+            }
+        }
+        raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("table {} has no minhash index", regclass_name(name)),
+            Some("Create one with minhash_index_create(table, id_column, text_column).".into()),
+        )
+    }
+
+    /// The index named `name`: the default index of table `name` (see [`Index::default_of`]),
+    /// or the index whose band table `name` is, among the indexes of a table as `of_table`
+    /// reads them.
+    fn find(
+        client: &SpiClient<'_>,
+        fn_oid: pg_sys::Oid,
+        name: pg_sys::Oid,
+        of_table: fn(&SpiClient<'_>, pg_sys::Oid, pg_sys::Oid) -> Indexes,
     ) -> Option<Rc<Index>> {
-        if let Some(index) = Self::default_of(&Self::of_table(client, fn_oid, name)) {
+        if let Some(index) = Self::default_of(&of_table(client, fn_oid, name)) {
             return Some(index);
         }
         let schema = Extension::of_function(fn_oid).quoted_schema();
@@ -291,20 +325,30 @@ impl Index {
                 table.first().get::<pg_sys::Oid>(1)
             },
         )?;
-        Self::of_table(client, fn_oid, tbl)
+        of_table(client, fn_oid, tbl)
             .iter()
             .find(|cfg| cfg.def.band_table == name)
             .cloned()
     }
 
-    /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
-    /// changed since they were read (see [`IndexDef::read`]), each band table locked. (A
-    /// lookup asks `IndexDef::snapshot_predates` before it reads the band table.)
+    /// The indexes of `tbl` (none if it has none), as [`Index::read_table`] reads them, each with
+    /// the band table it reads and writes checked ([`IndexDef::check_band_ids`]).
     pub(in crate::index) fn of_table(
         client: &SpiClient<'_>,
         fn_oid: pg_sys::Oid,
         tbl: pg_sys::Oid,
     ) -> Indexes {
+        let cfgs = Self::read_table(client, fn_oid, tbl);
+        for cfg in cfgs.iter() {
+            cfg.def.check_band_ids();
+        }
+        cfgs
+    }
+
+    /// The indexes of `tbl` (none if it has none), from this backend's cache when nothing has
+    /// changed since they were read (see [`IndexDef::read`]), each band table locked. (A
+    /// lookup asks `IndexDef::snapshot_predates` before it reads the band table.)
+    fn read_table(client: &SpiClient<'_>, fn_oid: pg_sys::Oid, tbl: pg_sys::Oid) -> Indexes {
         if let Some(cfgs) = cached(tbl) {
             // Lock what the lookup reads, as its first read would; that brings in every
             // invalidation committed meanwhile (a dropped index, a changed row, a format
@@ -349,7 +393,10 @@ impl Index {
         let schema = Extension::of_function(fn_oid).quoted_schema();
         IndexDef::of_trigger_args(client, fn_oid, tbl, args)
             .into_iter()
-            .map(|def| Rc::new(Index::new(&schema, def)))
+            .map(|def| {
+                def.check_band_ids();
+                Rc::new(Index::new(&schema, def))
+            })
             .collect()
     }
 

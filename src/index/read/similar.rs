@@ -106,20 +106,9 @@ impl Lookup {
         let Some(tenant) = tenant else {
             return;
         };
-        let Some(column) = &cfg.def.tenant else {
-            raise(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!(
-                    "{} is not a Citus table distributed by a tenant column",
-                    regclass_name(cfg.def.tbl)
-                ),
-                Some(
-                    "tenant applies to a table distributed by another column than the id \
-                     (docs/citus.md); filter other tables' rows with among."
-                        .into(),
-                ),
-            );
-        };
+        let column = cfg
+            .def
+            .tenant_column("; filter other tables' rows with among");
         self.tenant = Some(column.key.parse(tenant));
     }
 

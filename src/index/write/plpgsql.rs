@@ -5,14 +5,14 @@
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
-use crate::core::params::{check_threshold, Banding, Shingling};
+use crate::core::params::{check_threshold, Shingling};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{regclass_name, Regclass};
 
 use crate::index::def::band::{band_entry, band_values, band_values_batch};
 use crate::index::def::citus;
 use crate::index::def::extension::Extension;
-use crate::index::def::settings::{checked_threshold, index_params, notice_low_threshold};
+use crate::index::def::settings::index_params;
 use crate::index::read::sketch_store::sync_stores;
 use crate::index::run::owner;
 use crate::index::run::spi::spi_failed;
@@ -77,25 +77,6 @@ fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f
     threshold
         .map(|t| check_threshold(t).or_raise())
         .or(fallback)
-}
-
-/// Internal to the PL/pgSQL searches of an index: a query's threshold argument (NULL: the
-/// index's `index_threshold`), with a NOTICE if it is below the index's (see
-/// [`notice_low_threshold`]) for an index of `bands` bands of `rows_per_band` rows.
-#[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
-fn _minhash_query_threshold(
-    threshold: Option<f64>,
-    index_threshold: f64,
-    bands: i32,
-    rows_per_band: i32,
-) -> f64 {
-    let threshold = checked_threshold(threshold, index_threshold);
-    let banding = Banding {
-        bands: bands as usize,
-        rows: rows_per_band as usize,
-    };
-    notice_low_threshold(threshold, index_threshold, banding);
-    threshold
 }
 
 /// Internal to `minhash_index_create`: records that the band table `band` of `tbl` goes with

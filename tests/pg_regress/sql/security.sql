@@ -65,6 +65,12 @@ SELECT count(*) AS generated_functions FROM pg_proc
 WHERE proname LIKE '%minhash%'
   AND pronamespace NOT IN ((SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash'),
                            'minhash_internal'::regnamespace);
+-- The searches of a table run no PL/pgSQL: Rust, behind SQL functions that name one Rust call.
+SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, l.lanname AS language
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash')
+  AND p.proname IN ('minhash_duplicates', 'minhash_clusters')
+ORDER BY 1, 2;
 
 -- The band tables are private: no privileges but their owner's.
 SELECT c.relname, pg_get_userbyid(c.relowner) AS owner,
