@@ -1528,7 +1528,7 @@ const MAX_BAND_PARTS: usize = 64;
 
 /// The search leaves one part in this many of its budget to what it does not count: the
 /// pairs found, its threads' scratch, the allocator's slack and the backend's own memory.
-const UNCOUNTED_SHARE: usize = 5;
+const UNCOUNTED_SHARE: usize = 4;
 
 /// Pairs of texts `(a, b)`, `a < b`, shared by the threads of a search, in shards, each behind
 /// its own lock, held for a hash probe or two: the pairs found ([`PairSet::insert`], always
