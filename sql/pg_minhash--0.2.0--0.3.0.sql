@@ -785,11 +785,16 @@ DECLARE
 BEGIN
     source := coalesce(source, tbl);
     -- A row with a text and no id cannot be indexed: 23502, as the sync trigger says of one
-    -- (the chunks below read the rows in id order, which would leave it out unsaid).
+    -- (the chunks below read the rows in id order, which would leave it out unsaid). A NULL
+    -- or empty text has no band values, and such a row stays.
     IF minhash_internal._minhash_as_owner(tbl, format(
-           'SELECT pg_catalog.to_jsonb(EXISTS (SELECT FROM (%s) e))',
-           minhash_internal._minhash_band_rows_sql(cfg, format(
-               '(SELECT * FROM %s n WHERE n.%I IS NULL)', source, cfg.id_column))))::boolean THEN
+           -- (an aggregate, not EXISTS: Citus runs it on each shard as it runs a count)
+           'SELECT pg_catalog.to_jsonb(pg_catalog.count(*) OPERATOR(pg_catalog.>) 0) FROM %s d
+            WHERE d.%I IS NULL
+              AND minhash_internal._minhash_band_values((%s)::pg_catalog.text, %s, %s, %L, %s, %s)
+                  IS NOT NULL',
+           source, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
+           cfg.ngram, cfg.unit, cfg.bands, cfg.rows_per_band))::boolean THEN
         RAISE EXCEPTION 'null value in column "id" of relation "%" violates not-null constraint',
             (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table)
             USING ERRCODE = 'not_null_violation',
