@@ -298,13 +298,13 @@ impl Request {
         let tbl = self.tbl;
         let id_column = &self.id_column;
         let found = first_row(
-            "SELECT a.atttypid, a.attnum, a.attcollation,
-                    CASE WHEN a.atttypid OPERATOR(pg_catalog.=) ANY (ARRAY['smallint'::pg_catalog.regtype,
-                              'integer'::pg_catalog.regtype, 'bigint'::pg_catalog.regtype]::pg_catalog.oid[])
-                         THEN 'bigint' ELSE pg_catalog.format_type(a.atttypid, a.atttypmod) END
-             FROM pg_catalog.pg_attribute a
-             WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2::pg_catalog.name
-               AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+            &format!(
+                "SELECT a.atttypid, a.attnum, a.attcollation,
+                        CASE WHEN a.atttypid OPERATOR(pg_catalog.=) ANY (ARRAY['smallint'::pg_catalog.regtype,
+                                  'integer'::pg_catalog.regtype, 'bigint'::pg_catalog.regtype]::pg_catalog.oid[])
+                             THEN 'bigint' ELSE pg_catalog.format_type(a.atttypid, a.atttypmod) END
+                 {COLUMN_NAMED}"
+            ),
             &[tbl.into(), id_column.clone().into()],
             |row| {
                 Ok((
@@ -437,14 +437,15 @@ impl Request {
     fn tenant_type(&self, citus: &Citus) -> Option<String> {
         let dist_column = citus.tenant_column(&self.id_column)?;
         value::<String>(
-            "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
-                    OPERATOR(pg_catalog.||) CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) 0
-                         AND a.attcollation OPERATOR(pg_catalog.<>) t.typcollation
-                       THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::pg_catalog.text
-                       ELSE '' END
-             FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
-             WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2::pg_catalog.name
-               AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+            &format!(
+                "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
+                        OPERATOR(pg_catalog.||) CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) 0
+                             AND a.attcollation OPERATOR(pg_catalog.<>) (SELECT t.typcollation
+                                 FROM pg_catalog.pg_type t WHERE t.oid OPERATOR(pg_catalog.=) a.atttypid)
+                           THEN ' COLLATE ' OPERATOR(pg_catalog.||) a.attcollation::pg_catalog.regcollation::pg_catalog.text
+                           ELSE '' END
+                 {COLUMN_NAMED}"
+            ),
             &[self.tbl.into(), dist_column.to_string().into()],
         )
     }
@@ -462,10 +463,7 @@ impl Request {
             .as_deref()
             .expect("a text column or expression");
         let found = first_row(
-            "SELECT a.atttypid, a.attgenerated OPERATOR(pg_catalog.=) 'v'
-             FROM pg_catalog.pg_attribute a
-             WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2::pg_catalog.name
-               AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped",
+            &format!("SELECT a.atttypid, a.attgenerated OPERATOR(pg_catalog.=) 'v' {COLUMN_NAMED}"),
             &[tbl.into(), column.to_string().into()],
             |row| {
                 Ok((
@@ -889,6 +887,11 @@ fn type_text(typid: pg_sys::Oid) -> String {
     )
     .expect("an OID prints")
 }
+
+/// The column of table $1 named $2 (text), as `a`, if it exists.
+const COLUMN_NAMED: &str = "FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2::pg_catalog.name
+      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped";
 
 /// What `read` reads of the first row of the query `sql`, if it returns one.
 fn first_row<T>(
