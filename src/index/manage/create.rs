@@ -13,8 +13,9 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiTupleTable;
 use pgrx::PgSqlErrorCode;
 
-use crate::core::params::DEFAULT_MIN_RECALL;
-use crate::core::params::{check_k, check_threshold, float8_text, lsh_params, Banding, Shingling};
+use crate::core::params::{
+    check_k, check_threshold, float8_text, lsh_params, Banding, Shingling, DEFAULT_MIN_RECALL,
+};
 use crate::index::def::catalog::check_indexable;
 use crate::index::def::extension::Extension;
 use crate::index::def::text_source::_minhash_text_expression;
@@ -159,7 +160,10 @@ impl Request {
         self.check_settings();
         let rel = rel.expect("a table that has columns exists");
 
-        // Writers wait until this transaction commits: the backfill sees every row.
+        // Writers wait until this transaction commits: the backfill sees every row. (From here
+        // on the transaction has written, and each statement below reads under a new snapshot,
+        // as the PL/pgSQL function's did: an index that a concurrent call committed while this
+        // one waited for the lock is seen.)
         execute(
             "SELECT pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', $1::pg_catalog.regclass)",
             &[tbl.into()],
