@@ -17,7 +17,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 # The rooms of src/index/, top first (src/index/mod.rs says what each owns): a room may use the
 # rooms after it in this list, never one before it.
-ROOMS = ["write", "read", "def", "run"]
+ROOMS = ["manage", "write", "read", "def", "run"]
 # The modules of src/index/ outside the rooms: the root (it wires the rooms together) and the
 # recall tests, which use only core.
 OUTSIDE_ROOMS = {"index", "index::tests"}

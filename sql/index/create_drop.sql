@@ -1,5 +1,5 @@
--- Creating and dropping an index (sql/index/, part 3 of 6), and following the partition tree
--- of an indexed partitioned table.
+-- Creating an index (sql/index/, part 3 of 5), and what a rebuild shares with it: the band
+-- table's format, columns and B-trees. (Dropping one is Rust: src/index/manage/drop.rs.)
 
 CREATE FUNCTION @extschema@.minhash_index_create(
     tbl regclass,
@@ -414,90 +414,4 @@ BEGIN
     END IF;
 END $$;
 
--- Drops the band table of an index if it still exists: it may be gone already, dropped by hand
--- or along with its table. The catalog policy made sure the row names a band table of the
--- table's owner.
-CREATE FUNCTION minhash_internal._minhash_drop_objects(cfg @extschema@.minhash_indexes)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    -- (a dropped band table prints as a bare OID, which DROP TABLE cannot parse)
-    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.band_table) THEN
-        EXECUTE format('DROP TABLE %s', cfg.band_table);
-    END IF;
-END $$;
-
--- A minhash_flag_duplicate trigger on the table looks rows up in the index, like a
--- constraint's index: dropping the index refuses while one exists, or drops it too (cascade).
--- A trigger uses the index its fourth argument names by its band table, or, without one, the
--- table's default index (_minhash_index). `tbl` names the index: the table's only index, or the
--- band table of one (42725 for a table with several: a drop is never done by default); the
--- sync triggers go with the table's last index.
-CREATE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes;
-    default_band name;
-    trg text;
-    flags text[];
-BEGIN
-    -- (dropping is never done by default: of a table with several indexes, name the one)
-    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl) > 1 THEN
-        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
-            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl)
-            USING ERRCODE = 'ambiguous_function',
-                  HINT = format('Name the one to drop by its band table: %s.',
-                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
-                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl));
-    END IF;
-    cfg := minhash_internal._minhash_index(tbl);
-    tbl := cfg.tbl;
-    -- (a duplicate trigger that names no index checks against the table's default one)
-    default_band := (SELECT c.relname FROM @extschema@.minhash_indexes i
-                     JOIN pg_class c ON c.oid = i.band_table
-                     WHERE i.tbl = cfg.tbl ORDER BY i.band_table::oid LIMIT 1);
-    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
-        RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    -- Readers and writers of the table go first, then nothing can hold the band table: each
-    -- of them takes the table before the band table, so dropping both cannot deadlock.
-    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-    SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
-    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
-      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''), default_band)
-          = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
-    IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
-        RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  DETAIL = (SELECT string_agg(format('trigger %s on table %s depends on it', f, tbl), E'\n')
-                            FROM unnest(flags) f),
-                  HINT = format('Drop the triggers first, or use minhash_index_drop(%L, cascade => true) to drop them too.', tbl);
-    END IF;
-    FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
-        RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
-        -- (Citus drops a trigger of its tables only with citus.enable_unsafe_triggers on)
-        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
-            PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-        END IF;
-        EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
-    END LOOP;
-    -- (the catalog row first: a band table dropped while its row names it is refused below)
-    DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
-    PERFORM minhash_internal._minhash_drop_objects(cfg);
-    -- (a sketch store no index of the table needs any more goes with the last one that did)
-    PERFORM minhash_internal._minhash_sync_stores(tbl);
-    IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
-        PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
-        PERFORM minhash_internal._minhash_sync_triggers(p, false)
-        FROM minhash_internal._minhash_partitions(tbl) p;
-    ELSIF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
-        -- (the triggers on the shards carry the catalog rows of the indexes left)
-        PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
-    END IF;
-END $$;
+-- minhash_index_drop and _minhash_drop_objects are Rust (src/index/manage/drop.rs).

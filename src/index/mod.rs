@@ -2,10 +2,13 @@
 //! SQL in `sql/index/` (one file per concern); this module adds the Rust pieces they call,
 //! among them the one trigger function that keeps every band table exact (`write::sync`).
 //!
-//! The code is kept in four rooms, each a folder; a room uses only the rooms below it (and
+//! The code is kept in five rooms, each a folder; a room uses only the rooms below it (and
 //! `pg`, `core`, `am`), never one above, and no module uses another in a cycle
 //! (`scripts/layers.py` checks both in CI, with the order of the rooms written there):
 //!
+//! - `manage`: the maintenance functions of an index that exists: `minhash_index_check`
+//!   (`check`), `minhash_index_stats` (`stats`), `minhash_index_rebuild` (`rebuild`) and
+//!   `minhash_index_drop` (`drop`). It may use `write`, `read`, `def` and `run`.
 //! - `write`: what changes band tables: the sync trigger (`sync`), the duplicate trigger
 //!   (`flag`) with its claims (`claim`), a trigger firing resolved once (`firing`), band-table
 //!   writes (`band_table`), the sync pause test hook (`pause`), and the Rust that the PL/pgSQL
@@ -24,8 +27,9 @@
 
 use pgrx::prelude::*;
 
-// the rooms (their order is in scripts/layers.py: write, read, def, run)
+// the rooms (their order is in scripts/layers.py: manage, write, read, def, run)
 mod def;
+mod manage;
 mod read;
 mod run;
 mod write;
@@ -89,11 +93,6 @@ pgrx::extension_sql_file!(
     "../../sql/index/ddl.sql",
     name = "index_ddl",
     requires = ["index_create_drop"]
-);
-pgrx::extension_sql_file!(
-    "../../sql/index/maintenance.sql",
-    name = "index_maintenance",
-    requires = ["index_ddl"]
 );
 pgrx::extension_sql_file!(
     "../../sql/index/search.sql",
