@@ -19,7 +19,7 @@ use crate::pg::error::raise;
 use crate::pg::names::Regclass;
 
 use crate::index::def::extension::Extension;
-use crate::index::run::spi::spi_failed;
+use crate::index::run::spi::{first_value, spi_failed};
 
 /// The table argument of a maintenance function: 22004 for NULL, as `_minhash_index` says.
 fn table_argument(tbl: Option<Regclass>) -> pg_sys::Oid {
@@ -60,16 +60,7 @@ fn query<T>(
 
 /// [`query`] for the first column of the first row (None for no row or NULL).
 fn statement<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid<'_>]) -> Option<T> {
-    query(sql, args, |table| {
-        if table.is_empty() {
-            return Ok(None);
-        }
-        match table.first().get::<T>(1) {
-            // (a statement of no result, such as LOCK TABLE or DROP TABLE)
-            Err(pgrx::spi::SpiError::NoTupleTable) => Ok(None),
-            result => result,
-        }
-    })
+    query(sql, args, first_value::<T>)
 }
 
 /// The band rows of the index with band table `band_table` as a FROM item of columns (id,

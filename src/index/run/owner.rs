@@ -15,6 +15,8 @@ use pgrx::{JsonB, PgSqlErrorCode};
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, Regclass};
 
+use super::spi::first_value;
+
 /// The search path inside [`as_owner`].
 const SAFE_SEARCH_PATH: &CStr = c"pg_catalog, pg_temp";
 
@@ -156,16 +158,7 @@ fn _minhash_as_owner(tbl: Option<Regclass>, sql: Option<&str>) -> Option<JsonB> 
             None,
         );
     };
-    owner_statement(tbl, sql, |table| {
-        if table.is_empty() {
-            return Ok(None);
-        }
-        // (a statement that returns no rows, as Citus runs it, may leave no result)
-        match table.first().get::<JsonB>(1) {
-            Err(pgrx::spi::SpiError::NoTupleTable) => Ok(None),
-            result => result,
-        }
-    })
+    owner_statement(tbl, sql, first_value::<JsonB>)
 }
 
 /// Runs the statement `sql` as the owner of `tbl` (see the module documentation) and returns
