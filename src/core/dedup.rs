@@ -26,7 +26,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use super::bands::band_keys;
 use super::capacity::{
@@ -630,7 +630,6 @@ impl Corpus {
         let parts = self.band_parts();
         let threads = self.band_threads();
         let (cache, room) = self.search_memory(threads);
-        let sets = SetCache::new(cache);
         let looked = PairSet::new(room);
         let progress = self.progress;
         parallel::run(
@@ -642,7 +641,7 @@ impl Corpus {
                     report(done, bands);
                 }
             },
-            || BandWork::new(&sets, &looked),
+            || BandWork::new(cache / threads, &looked),
             |work, band, check| {
                 let mut order = std::mem::take(&mut work.order);
                 let mut out = T::default();
@@ -886,7 +885,7 @@ impl Corpus {
         self.finish_loading()?;
         let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
         self.keys = Vec::new();
-        let sets = SetCache::new(self.shingle_cache_bytes(1));
+        let mut sets = SetCache::new(self.shingle_cache_bytes(1));
         let mut kept_by = filled(n, NONE, CORPUS)?;
         let mut countdown = Countdown::new();
         for t in 0..n {
@@ -1495,7 +1494,10 @@ fn equal_avx512(form: SketchForm, a: &[u8], b: &[u8]) -> usize {
 struct BandWork<'a> {
     order: Vec<(u64, u32)>,
     near: Bucket,
-    sets: &'a SetCache,
+    /// This thread's own shingle sets: what it frees as its cache starts over, it allocates
+    /// again (a cache shared by the threads left each thread's allocator arena holding what
+    /// another thread's sets had taken, hundreds of megabytes at 10,000,000 rows).
+    sets: SetCache,
     /// The pairs found, and the pairs verified and failed while the budget holds them: a pair
     /// sharing several bands is looked at in one.
     looked: &'a PairSet,
@@ -1504,11 +1506,11 @@ struct BandWork<'a> {
 }
 
 impl BandWork<'_> {
-    fn new<'a>(sets: &'a SetCache, looked: &'a PairSet) -> BandWork<'a> {
+    fn new(cache: usize, looked: &PairSet) -> BandWork<'_> {
         BandWork {
             order: Vec::new(),
             near: Bucket::default(),
-            sets,
+            sets: SetCache::new(cache),
             looked,
             groups: None,
             countdown: Countdown::new(),
@@ -1614,70 +1616,81 @@ impl PairSet {
     }
 }
 
-/// Shingle sets of the texts being verified, shared by the threads of a search: each set is
-/// built once while they fit `budget` bytes; when the next one does not, the cache starts over.
-/// A set is built outside the lock (two threads may build one set at once; one copy stays),
-/// and a lookup holds the lock for a hash probe only, against microseconds of verification.
+/// Shingle sets of the texts one thread verifies: each set is built once while they fit
+/// `budget` bytes; when the next one does not, the cache starts over. Each thread has its own
+/// (see [`BandWork::sets`]), so it takes no lock.
 struct SetCache {
-    inner: Mutex<CachedSets>,
-    budget: usize,
-}
-
-#[derive(Default)]
-struct CachedSets {
-    sets: HashMap<u32, Arc<ShingleSet>>,
+    sets: HashMap<u32, ShingleSet>,
     bytes: usize,
+    budget: usize,
+    /// A text read back from the file the texts moved to.
+    text: Vec<u8>,
 }
 
 impl SetCache {
     fn new(budget: usize) -> SetCache {
         SetCache {
-            inner: Mutex::new(CachedSets::default()),
+            sets: HashMap::new(),
+            bytes: 0,
             budget,
+            text: Vec::new(),
         }
     }
 
-    fn cached(&self) -> std::sync::MutexGuard<'_, CachedSets> {
-        // (nothing panics while holding it; a poisoned lock still holds a consistent map)
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn get(
-        &self,
+    /// Has the set of text `t` in the cache, built if it is not, the cache started over first
+    /// if it is full.
+    fn cache(
+        &mut self,
         corpus: &Corpus,
         t: usize,
         shingling: Shingling,
         check: &mut dyn FnMut(),
-    ) -> Result<Arc<ShingleSet>, CapacityError> {
-        if let Some(set) = self.cached().sets.get(&(t as u32)) {
-            return Ok(Arc::clone(set));
+    ) -> Result<(), CapacityError> {
+        if self.sets.contains_key(&(t as u32)) {
+            return Ok(());
         }
-        let mut scratch = Vec::new();
-        let text = corpus.text_of(t, &mut scratch)?;
-        let set = Arc::new(ShingleSet::try_new(text, shingling, check)?);
-        let size = set.heap_bytes() + std::mem::size_of::<(u32, Arc<ShingleSet>)>();
-        let mut cached = self.cached();
-        // (a full cache starts over; its sets are freed once the lock is let go)
-        let full = (cached.bytes + size > self.budget).then(|| std::mem::take(&mut *cached));
-        reserve_map(&mut cached.sets, 1, CORPUS)?;
-        cached.bytes += size;
-        cached.sets.insert(t as u32, Arc::clone(&set));
-        drop(cached);
-        drop(full);
-        Ok(set)
+        let set = Self::build(corpus, t, shingling, &mut self.text, check)?;
+        let size = set.heap_bytes() + std::mem::size_of::<(u32, ShingleSet)>();
+        if self.bytes + size > self.budget {
+            // (the map keeps its places for the sets that come next)
+            self.sets.clear();
+            self.bytes = 0;
+        }
+        reserve_map(&mut self.sets, 1, CORPUS)?;
+        self.bytes += size;
+        self.sets.insert(t as u32, set);
+        Ok(())
+    }
+
+    fn build(
+        corpus: &Corpus,
+        t: usize,
+        shingling: Shingling,
+        scratch: &mut Vec<u8>,
+        check: &mut dyn FnMut(),
+    ) -> Result<ShingleSet, CapacityError> {
+        ShingleSet::try_new(corpus.text_of(t, scratch)?, shingling, check)
     }
 
     fn jaccard(
-        &self,
+        &mut self,
         corpus: &Corpus,
         x: usize,
         y: usize,
         shingling: Shingling,
         check: &mut dyn FnMut(),
     ) -> Result<f64, CapacityError> {
-        let a = self.get(corpus, x, shingling, check)?;
-        let b = self.get(corpus, y, shingling, check)?;
-        Ok(a.jaccard(&b))
+        self.cache(corpus, x, shingling, check)?;
+        self.cache(corpus, y, shingling, check)?;
+        match self.sets.get(&(x as u32)) {
+            Some(a) => Ok(a.jaccard(&self.sets[&(y as u32)])),
+            // (y's set started the cache over: two sets larger together than the cache, so
+            // x's is built for this pair alone)
+            None => {
+                let a = Self::build(corpus, x, shingling, &mut self.text, check)?;
+                Ok(a.jaccard(&self.sets[&(y as u32)]))
+            }
+        }
     }
 }
 

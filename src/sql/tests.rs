@@ -237,7 +237,7 @@ mod tests {
              '_minhash_check_indexable'";
         let table_writers =
             "'_minhash_as_owner', '_minhash_link_band_table', '_minhash_sync_stores',
-             '_minhash_band_fill', 'minhash_index_check', 'minhash_index_stats',
+             '_minhash_band_fill', 'minhash_index_create', 'minhash_index_check', 'minhash_index_stats',
              'minhash_index_rebuild', 'minhash_index_drop', '_minhash_drop_objects'";
         // (progress: volatile, its counter kept by the one backend that reads)
         let counters = "'_minhash_progress'";
@@ -258,6 +258,7 @@ mod tests {
                                              ELSE 's' END
                     OR (NOT p.proisstrict AND p.proname NOT IN
                         ('lsh_bands', 'minhash_similar', 'minhash_matches', 'minhash_explain',
+                         'minhash_index_create',
                          '_minhash_threshold', '_minhash_as_owner', '_minhash_search_pairs',
                          '_minhash_search_clusters', '_minhash_search_keyed_pairs',
                          '_minhash_search_keyed_clusters', '_minhash_row_text',

@@ -261,7 +261,7 @@ impl Drop for TextReader {
 /// and the errors of an index expression for subqueries, aggregates, window and set-returning
 /// functions.
 #[pg_extern(stable, strict, parallel_safe, schema = "minhash_internal")]
-fn _minhash_text_expression(tbl: Regclass, expression: &str) -> String {
+pub(in crate::index) fn _minhash_text_expression(tbl: Regclass, expression: &str) -> String {
     analyze(tbl.0, expression).text
 }
 

@@ -85,7 +85,7 @@ fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f
 /// caller must have the privileges of the owner of both, which must be one role (42501), and
 /// `band` must be an ordinary table (42809): it acts on nothing the caller could not drop.
 #[pg_extern(volatile, strict, parallel_unsafe, schema = "minhash_internal")]
-fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
+pub(in crate::index) fn _minhash_link_band_table(tbl: Regclass, band: Regclass) {
     let (tbl, band) = (tbl.0, band.0);
     let owner = owner::check_owner(tbl);
     if owner::relation_owner(band) != owner {

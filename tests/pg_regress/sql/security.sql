@@ -71,6 +71,11 @@ FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 WHERE p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash')
   AND p.proname IN ('minhash_duplicates', 'minhash_clusters')
 ORDER BY 1, 2;
+-- Creating an index runs no PL/pgSQL: minhash_index_create is Rust, with a pinned search path.
+SELECT p.proname, l.lanname AS language, p.proconfig AS settings
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash')
+  AND p.proname = 'minhash_index_create';
 -- Checking, rebuilding and dropping an index run no PL/pgSQL either: Rust.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, l.lanname AS language
 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
