@@ -401,38 +401,15 @@ BEGIN
     RETURN cfg;
 END $$;
 
-CREATE FUNCTION @extschema@.minhash_index_rebuild(tbl regclass, format int DEFAULT NULL)
-RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-BEGIN
-    -- Writers wait until this transaction commits. The band rows are deleted rather than
-    -- truncated: a lookup that holds the band table while it waits to write the table keeps
-    -- its lock and goes on once this commits (a TRUNCATE would wait for it: a deadlock), and a
-    -- REPEATABLE READ writer whose snapshot is older gets a serialization failure instead of
-    -- missing the new band rows. (As the owner: the caller must have the owner's privileges,
-    -- 42501 otherwise.)
-    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', cfg.tbl);
-    PERFORM minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'WITH d AS (DELETE FROM %s RETURNING 1) SELECT pg_catalog.to_jsonb(count(*)) FROM d',
-        cfg.band_table));
-    -- Of another format, the emptied band table is made one of `format` (docs/contract.md).
-    IF format IS NOT NULL AND format IS DISTINCT FROM cfg.format THEN
-        PERFORM minhash_internal._minhash_check_format(format, cfg.bands);
-        cfg := minhash_internal._minhash_band_reshape(cfg, format);
-    -- (the band table of a Citus table indexed before 0.3.0 gets its unique B-tree and replica
-    -- identity: see _minhash_band_indexes)
-    ELSIF (SELECT c.relreplident FROM pg_class c WHERE c.oid = cfg.band_table) = 'f'
-          AND (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
-        cfg := minhash_internal._minhash_band_reshape(cfg, cfg.format);
-    END IF;
-    -- (an index made before sketch stores existed gets its store)
-    PERFORM minhash_internal._minhash_sync_stores(cfg.tbl);
-    RETURN minhash_internal._minhash_backfill(cfg.band_table);
-END $$;
+-- minhash_index_rebuild, check, stats and drop are Rust (src/index/manage/), over the PL/pgSQL
+-- pieces they share with minhash_index_create.
+CREATE FUNCTION @extschema@."minhash_index_rebuild"(
+	"tbl" regclass, /* Option < Regclass > */
+	"format" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS bigint /* Option < i64 > */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_index_rebuild_wrapper';
 
 -- minhash_index_create is Rust (src/index/manage/create.rs), with the signature, defaults and
 -- settings of the PL/pgSQL function it replaced.
@@ -575,72 +552,20 @@ BEGIN
 END $$;
 
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_drop(tbl regclass, cascade boolean DEFAULT false)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes;
-    default_band name;
-    trg text;
-    flags text[];
-BEGIN
-    -- (dropping is never done by default: of a table with several indexes, name the one)
-    IF (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl) > 1 THEN
-        RAISE EXCEPTION 'table % has % minhash indexes', tbl,
-            (SELECT count(*) FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl)
-            USING ERRCODE = 'ambiguous_function',
-                  HINT = format('Name the one to drop by its band table: %s.',
-                                (SELECT string_agg(i.band_table::text, ', ' ORDER BY i.band_table::oid)
-                                 FROM @extschema@.minhash_indexes i WHERE i.tbl = minhash_index_drop.tbl));
-    END IF;
-    cfg := minhash_internal._minhash_index(tbl);
-    tbl := cfg.tbl;
-    -- (a duplicate trigger that names no index checks against the table's default one)
-    default_band := (SELECT c.relname FROM @extschema@.minhash_indexes i
-                     JOIN pg_class c ON c.oid = i.band_table
-                     WHERE i.tbl = cfg.tbl ORDER BY i.band_table::oid LIMIT 1);
-    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND pg_has_role(c.relowner, 'USAGE')) THEN
-        RAISE EXCEPTION 'must be owner of relation %', (SELECT quote_ident(c.relname) FROM pg_class c WHERE c.oid = tbl)
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    -- Readers and writers of the table go first, then nothing can hold the band table: each
-    -- of them takes the table before the band table, so dropping both cannot deadlock.
-    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-    SELECT array_agg(t.tgname::text ORDER BY t.tgname) INTO flags FROM pg_trigger t
-    WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@.minhash_flag_duplicate()'::regprocedure
-      AND coalesce(nullif((minhash_internal._minhash_trigger_args(t.oid))[4], ''), default_band)
-          = (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table);
-    IF flags IS NOT NULL AND NOT coalesce(cascade, false) THEN
-        RAISE EXCEPTION 'cannot drop the minhash index of table % because other objects depend on it', tbl
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  DETAIL = (SELECT string_agg(format('trigger %s on table %s depends on it', f, tbl), E'\n')
-                            FROM unnest(flags) f),
-                  HINT = format('Drop the triggers first, or use minhash_index_drop(%L, cascade => true) to drop them too.', tbl);
-    END IF;
-    FOREACH trg IN ARRAY coalesce(flags, '{}') LOOP
-        RAISE NOTICE 'drop cascades to trigger % on table %', trg, tbl;
-        -- (Citus drops a trigger of its tables only with citus.enable_unsafe_triggers on)
-        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
-            PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-        END IF;
-        EXECUTE format('DROP TRIGGER %I ON %s', trg, tbl);
-    END LOOP;
-    -- (the catalog row first: a band table dropped while its row names it is refused below)
-    DELETE FROM @extschema@.minhash_indexes i WHERE i.band_table = cfg.band_table;
-    PERFORM minhash_internal._minhash_drop_objects(cfg);
-    -- (a sketch store no index of the table needs any more goes with the last one that did)
-    PERFORM minhash_internal._minhash_sync_stores(tbl);
-    IF NOT EXISTS (SELECT FROM @extschema@.minhash_indexes i WHERE i.tbl = cfg.tbl) THEN
-        PERFORM minhash_internal._minhash_sync_triggers(tbl, false);
-        PERFORM minhash_internal._minhash_sync_triggers(p, false)
-        FROM minhash_internal._minhash_partitions(tbl) p;
-    ELSIF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
-        -- (the triggers on the shards carry the catalog rows of the indexes left)
-        PERFORM minhash_internal._minhash_sync_triggers(tbl, true);
-    END IF;
-END $$;
+CREATE OR REPLACE FUNCTION @extschema@."minhash_index_drop"(
+	"tbl" regclass, /* Option < Regclass > */
+	"cascade" bool DEFAULT false /* Option < bool > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_index_drop_wrapper';
+DROP FUNCTION minhash_internal._minhash_drop_objects(@extschema@.minhash_indexes);
+CREATE FUNCTION minhash_internal."_minhash_drop_objects"(
+	"band_table" regclass /* Option < Regclass > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_drop_objects_wrapper';
 
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_tree_changed(cfg @extschema@.minhash_indexes, dropped oid[])
@@ -956,7 +881,7 @@ BEGIN
                  WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0))::text,
             true);
         BEGIN
-            PERFORM minhash_internal._minhash_drop_objects(cfg);
+            PERFORM minhash_internal._minhash_drop_objects(cfg.band_table);
         EXCEPTION WHEN insufficient_privilege THEN
             -- (the dropped table's regclass prints as a bare OID)
             SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d
@@ -1250,110 +1175,28 @@ AS 'MODULE_PATHNAME', 'minhash_explain_wrapper';
 COMMENT ON FUNCTION @extschema@.minhash_explain(regclass, text, double precision, int) IS
     'what one lookup in an indexed table does, step by step, with its time';
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_check(tbl regclass)
-RETURNS TABLE (missing bigint, orphaned bigint)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    counts jsonb;
-    source text := cfg.tbl::text;
-    band text := minhash_internal._minhash_band_rows_of(cfg);
-    progress text;
-    -- (of a table distributed by a tenant, a band row is of its row's tenant too)
-    tenant text := CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
-                        THEN ', %1$s.tenant' END;
-BEGIN
-    -- Progress (src/index/progress.rs) as the rows of the table are signed and the band rows
-    -- read (one in 64 counted for 64), of about as many as the table and the band table had
-    -- when last vacuumed, analyzed or indexed (of format 2, a row holds `bands` band rows);
-    -- in the target list, where it leaves the planner's estimates alone.
-    -- (Not on a Citus table, whose rows are read on the workers.)
-    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NULL THEN
-        progress := format('minhash_internal._minhash_progress(%L, %L, %s, %s, ',
-            'minhash_index_check on ' || cfg.tbl::text, 'rows and band rows',
-            (SELECT sum(greatest(c.reltuples, 0)
-                        * CASE WHEN c.oid = cfg.band_table AND cfg.format = 2 THEN cfg.bands ELSE 1 END)::bigint
-             FROM pg_class c WHERE c.oid IN (cfg.tbl, cfg.band_table)),
-            extract(epoch FROM clock_timestamp()));
-        source := format('(SELECT t.*, %s1) FROM %s t)', progress, cfg.tbl);
-        band := format('(SELECT b.*, CASE WHEN (b.key & 63) = 0 THEN %s64) END FROM %s b)',
-                       progress, minhash_internal._minhash_band_rows_of(cfg));
-    END IF;
-    -- The band rows the table's rows give (expected) against those the band table holds, as
-    -- multisets: missing = expected EXCEPT ALL held, orphaned = held EXCEPT ALL expected, both
-    -- from one grouping of the two.
-    counts := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'SELECT pg_catalog.jsonb_build_array(
-             coalesce(pg_catalog.sum(GREATEST(g.expected - g.held, 0)), 0),
-             coalesce(pg_catalog.sum(GREATEST(g.held - g.expected, 0)), 0))
-         FROM (SELECT pg_catalog.count(*) FILTER (WHERE r.expected) AS expected,
-                      pg_catalog.count(*) FILTER (WHERE NOT r.expected) AS held
-               FROM (SELECT e.id, e.key, e.sketch1, e.sketch2%3$s, true AS expected FROM (%1$s) e
-                     UNION ALL
-                     SELECT b.id, b.key, b.sketch1, b.sketch2%4$s, false FROM %2$s b) r
-               GROUP BY r.id, r.key, r.sketch1, r.sketch2%5$s) g',
-        minhash_internal._minhash_band_rows_sql(cfg, source), band,
-        coalesce(format(tenant, 'e'), ''), coalesce(format(tenant, 'b'), ''),
-        coalesce(format(tenant, 'r'), '')));
-    RETURN QUERY SELECT (counts ->> 0)::bigint, (counts ->> 1)::bigint;
-END $$;
+CREATE OR REPLACE FUNCTION @extschema@."minhash_index_check"(
+	"tbl" regclass /* Option < Regclass > */
+) RETURNS TABLE (
+	"missing" bigint,  /* Option < i64 > */
+	"orphaned" bigint  /* Option < i64 > */
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_index_check_wrapper';
 
-CREATE OR REPLACE FUNCTION @extschema@.minhash_index_stats(tbl regclass)
-RETURNS TABLE (rows_indexed bigint, keys bigint, distinct_buckets bigint, largest_bucket bigint,
-               bucket_histogram jsonb)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(tbl);
-    stats jsonb;
-    -- the rows of each key (its bucket, of_id 0) and of each id (of_id 1): on one node as two
-    -- grouping sets of one read of the band rows, with progress (src/index/progress.rs) over
-    -- them (one in 64 counted for 64), of about as many as the band table had when last
-    -- vacuumed, analyzed or indexed; on Citus, which plans no grouping sets, as two groupings
-    groups text := format(
-        'SELECT pg_catalog.count(*) AS size, GROUPING(b.key) AS of_id
-         FROM (SELECT b.*, CASE WHEN (b.key & 63) = 0
-                                THEN minhash_internal._minhash_progress(%L, %L, %s, %s, 64) END
-               FROM %s b) b
-         GROUP BY GROUPING SETS ((b.key), (b.id))',
-        'minhash_index_stats on ' || cfg.tbl::text, 'band rows',
-        (SELECT (greatest(c.reltuples, 0) * CASE WHEN cfg.format = 2 THEN cfg.bands ELSE 1 END)::bigint
-         FROM pg_class c WHERE c.oid = cfg.band_table),
-        extract(epoch FROM clock_timestamp()), minhash_internal._minhash_band_rows_of(cfg));
-BEGIN
-    -- (of a table distributed by a tenant, a row is its id and tenant: ids repeat across tenants)
-    IF (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN
-        groups := format('SELECT pg_catalog.count(*) AS size, 0 AS of_id FROM %1$s b GROUP BY b.key
-                          UNION ALL SELECT pg_catalog.count(*), 1 FROM %1$s b GROUP BY b.id%2$s',
-                         minhash_internal._minhash_band_rows_of(cfg),
-                         CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
-                              THEN ', b.tenant' ELSE '' END);
-    END IF;
-    -- Bucket sizes in power-of-two classes: "1", "2", "3-4", "5-8", ...
-    stats := minhash_internal._minhash_as_owner(cfg.tbl, format(
-        'WITH groups AS MATERIALIZED (%1$s),
-         buckets AS (SELECT size FROM groups WHERE of_id = 0),
-         classes AS (
-             SELECT CASE WHEN size <= 2 THEN size::text
-                         ELSE (p / 2 + 1)::text || ''-'' || p::text END AS label,
-                    pg_catalog.min(size) AS lo, pg_catalog.count(*) AS n
-             FROM (SELECT size, (2 ^ pg_catalog.ceil(pg_catalog.log(2, size)))::bigint AS p
-                   FROM buckets) b
-             GROUP BY 1)
-         SELECT pg_catalog.jsonb_build_array(
-                (SELECT pg_catalog.count(*) FROM groups WHERE of_id = 1),
-                (SELECT coalesce(pg_catalog.sum(size), 0) FROM buckets),
-                (SELECT pg_catalog.count(*) FROM buckets),
-                (SELECT coalesce(pg_catalog.max(size), 0) FROM buckets),
-                (SELECT coalesce(pg_catalog.jsonb_object_agg(label, n ORDER BY lo),
-                                            ''{}'') FROM classes))',
-        groups));
-    RETURN QUERY SELECT (stats ->> 0)::bigint, (stats ->> 1)::bigint, (stats ->> 2)::bigint,
-                        (stats ->> 3)::bigint, stats -> 4;
-END $$;
+CREATE OR REPLACE FUNCTION @extschema@."minhash_index_stats"(
+	"tbl" regclass /* Option < Regclass > */
+) RETURNS TABLE (
+	"rows_indexed" bigint,  /* Option < i64 > */
+	"keys" bigint,  /* Option < i64 > */
+	"distinct_buckets" bigint,  /* Option < i64 > */
+	"largest_bucket" bigint,  /* Option < i64 > */
+	"bucket_histogram" jsonb  /* Option < JsonB > */
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_index_stats_wrapper';
 -- Every indexed table, and every table of an indexed partition tree, gets the claim trigger
 -- "~minhash_sync_claim" beside its sync triggers: an UPDATE that a duplicate check does not
 -- fire on claims its new text's band rows at once (src/index/sync.rs, claim_update).

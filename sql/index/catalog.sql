@@ -1,7 +1,7 @@
--- The managed band-key index, in six files run in this order (src/index/mod.rs): the catalog of
--- indexed tables (this file), the machinery of an index (build.sql), creating and dropping one
--- (create_drop.sql), DDL on indexed tables (ddl.sql), keeping one (maintenance.sql) and the
--- whole-table searches (search.sql).
+-- The managed band-key index, in five files run in this order (src/index/mod.rs): the catalog of
+-- indexed tables (this file), the machinery of an index (build.sql), creating one
+-- (create_drop.sql), DDL on indexed tables (ddl.sql) and the whole-table searches (search.sql).
+-- Checking, rebuilding and dropping an index are Rust (src/index/manage/).
 --
 -- Every function here runs with the caller's rights (SECURITY INVOKER) and builds dynamic SQL
 -- only from regclass output (already quoted) and %I-quoted column names. What reads or writes

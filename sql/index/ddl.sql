@@ -1,4 +1,4 @@
--- DDL on indexed tables (sql/index/, part 4 of 6): the two event triggers.
+-- DDL on indexed tables (sql/index/, part 4 of 5): the two event triggers.
 
 -- After DDL on the partition tree of the indexed partitioned table of `cfg` (CREATE TABLE ...
 -- PARTITION OF, ATTACH PARTITION, DETACH PARTITION, DROP TABLE): a table that joined the tree
@@ -340,7 +340,7 @@ BEGIN
                  WHERE d.classid = 'pg_class'::regclass AND d.objid = cfg.tbl AND d.objsubid = 0))::text,
             true);
         BEGIN
-            PERFORM minhash_internal._minhash_drop_objects(cfg);
+            PERFORM minhash_internal._minhash_drop_objects(cfg.band_table);
         EXCEPTION WHEN insufficient_privilege THEN
             -- (the dropped table's regclass prints as a bare OID)
             SELECT d.object_identity INTO dropped_name FROM pg_event_trigger_dropped_objects() d

@@ -6,8 +6,10 @@
 //! `pg`, `core`, `am`), never one above, and no module uses another in a cycle
 //! (`scripts/layers.py` checks both in CI, with the order of the rooms written there):
 //!
-//! - `manage`: what users call to manage an index: `minhash_index_create` (`create`). It may
-//!   use every other room.
+//! - `manage`: what users call to manage an index: `minhash_index_create` (`create`), and the
+//!   maintenance functions of an index that exists: `minhash_index_check` (`check`),
+//!   `minhash_index_stats` (`stats`), `minhash_index_rebuild` (`rebuild`) and
+//!   `minhash_index_drop` (`drop`). It may use every other room.
 //! - `write`: what changes band tables: the sync trigger (`sync`), the duplicate trigger
 //!   (`flag`) with its claims (`claim`), a trigger firing resolved once (`firing`), band-table
 //!   writes (`band_table`), the sync pause test hook (`pause`), and the Rust that the PL/pgSQL
@@ -92,11 +94,6 @@ pgrx::extension_sql_file!(
     "../../sql/index/ddl.sql",
     name = "index_ddl",
     requires = ["index_create_drop"]
-);
-pgrx::extension_sql_file!(
-    "../../sql/index/maintenance.sql",
-    name = "index_maintenance",
-    requires = ["index_ddl"]
 );
 pgrx::extension_sql_file!(
     "../../sql/index/search.sql",

@@ -16,6 +16,25 @@ pub fn raise(code: PgSqlErrorCode, message: impl Into<String>, hint: Option<Stri
     unreachable!("ERROR reports do not return")
 }
 
+/// Raises an ERROR with `code`, `message`, a detail and a hint; never returns.
+pub fn raise_detailed(code: PgSqlErrorCode, message: String, detail: String, hint: String) -> ! {
+    ErrorReport::new(code, message, "pg_minhash")
+        .set_detail(detail)
+        .set_hint(hint)
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR reports do not return")
+}
+
+/// Reports a NOTICE (SQLSTATE 00000, as PL/pgSQL's `RAISE NOTICE`).
+pub fn notice(message: String) {
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+        message,
+        "pg_minhash",
+    )
+    .report(PgLogLevel::NOTICE);
+}
+
 /// Unwraps a core result, raising 22023 invalid_parameter_value on a rejected argument.
 pub trait OrRaise<T> {
     fn or_raise(self) -> T;

@@ -1,4 +1,138 @@
-//! What users call to manage an index: `minhash_index_create` (`create`). It may use `write`,
-//! `read`, `def` and `run`.
+//! What users call to manage an index: `minhash_index_create` (`create`), and the maintenance
+//! functions of an index that exists: `minhash_index_check` (`check`) and `minhash_index_stats`
+//! (`stats`) count what the band table holds, `minhash_index_rebuild` (`rebuild`) fills it
+//! again, `minhash_index_drop` (`drop`) removes the index. Each of these four runs with the search path `pg_catalog, pg_temp`, as the PL/pgSQL
+//! functions it replaced did by their `SET` clause, and reaches the PL/pgSQL of `sql/index/`
+//! it still uses (backfill, reshaping a band table, sync triggers, sketch stores) through SPI
+//! by qualified names. It may use every room below it: `write`, `read`, `def` and `run`.
 
+pub(super) mod check;
 mod create;
+pub(super) mod drop;
+pub(super) mod rebuild;
+pub(super) mod stats;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::PgSqlErrorCode;
+
+use crate::pg::error::raise;
+use crate::pg::names::Regclass;
+
+use crate::index::def::extension::Extension;
+use crate::index::run::spi::{first_value, spi_failed};
+
+/// The table argument of a maintenance function: 22004 for NULL, as `_minhash_index` says.
+fn table_argument(tbl: Option<Regclass>) -> pg_sys::Oid {
+    match tbl {
+        Some(Regclass(tbl)) => tbl,
+        None => raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "tbl must not be NULL",
+            None,
+        ),
+    }
+}
+
+/// The schema of the extension of the function `fcinfo` calls, quoted (`@extschema@`).
+fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
+    // SAFETY: PostgreSQL passes this call's fcinfo, whose flinfo names the function.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    Extension::of_function(fn_oid).quoted_schema()
+}
+
+/// The OID of the function `fcinfo` calls.
+fn function_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
+    // SAFETY: as above.
+    unsafe { (*(*fcinfo).flinfo).fn_oid }
+}
+
+/// Runs the statement `sql` with `args` through SPI, as the caller (it may write: each
+/// statement sees what the ones before it did, as in PL/pgSQL), and returns what `read` makes
+/// of its result.
+fn query<T>(
+    sql: &str,
+    args: &[DatumWithOid<'_>],
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
+    Spi::connect_mut(|client| read(client.update(sql, None, args)?))
+        .unwrap_or_else(|e| spi_failed(e))
+}
+
+/// [`query`] for the first column of the first row (None for no row or NULL).
+fn statement<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid<'_>]) -> Option<T> {
+    query(sql, args, first_value::<T>)
+}
+
+/// The band rows of the index with band table `band_table` as a FROM item of columns (id,
+/// key, sketch1, sketch2[, tenant]) whatever its format (`_minhash_band_rows_of`), and about
+/// how many band rows (and, `with_rows`, rows of the table) there are, from what the band table
+/// (and the table) had when last vacuumed, analyzed or indexed (of format 2, a row holds
+/// `bands` band rows): what a progress report counts up to.
+fn band_rows_and_total(schema: &str, band_table: pg_sys::Oid, with_rows: bool) -> (String, i64) {
+    let sql = format!(
+        "SELECT minhash_internal._minhash_band_rows_of(i),
+                (SELECT pg_catalog.sum(GREATEST(c.reltuples, 0) OPERATOR(pg_catalog.*)
+                            CASE WHEN c.oid OPERATOR(pg_catalog.=) i.band_table
+                                      AND i.format OPERATOR(pg_catalog.=) 2
+                                 THEN i.bands ELSE 1 END)::pg_catalog.int8
+                 FROM pg_catalog.pg_class c
+                 WHERE c.oid OPERATOR(pg_catalog.=) i.band_table
+                    OR ($2 AND c.oid OPERATOR(pg_catalog.=) i.tbl))
+         FROM {schema}.minhash_indexes i WHERE i.band_table OPERATOR(pg_catalog.=) $1"
+    );
+    query(&sql, &[band_table.into(), with_rows.into()], |table| {
+        let row = table.first();
+        Ok((
+            row.get::<String>(1)?.expect("a resolved index's band rows"),
+            row.get::<i64>(2)?.unwrap_or(0),
+        ))
+    })
+}
+
+/// The catalog row of the index a call names, as `minhash_internal._minhash_index` finds it:
+/// the index whose band table `tbl` is, or the table's default index; 22004 for NULL, 42809
+/// for a relation that cannot have one, 42704 for a table that has none. It locks nothing: the
+/// calls that change an index (rebuild, drop) take the table's lock of their own first, before
+/// anything of the band table (a lookup's resolver, `Index::of_rows`, would hold a lock on
+/// both while they wait for theirs).
+struct CatalogRow {
+    /// The row as text, for the PL/pgSQL that takes a row (`$1::@extschema@.minhash_indexes`).
+    text: String,
+    tbl: pg_sys::Oid,
+    band_table: pg_sys::Oid,
+    format: Option<i32>,
+    bands: Option<i32>,
+}
+
+impl CatalogRow {
+    fn of(tbl: Option<Regclass>) -> CatalogRow {
+        let sql = "SELECT c::pg_catalog.text, c.tbl::pg_catalog.oid, c.band_table::pg_catalog.oid,
+                          c.format, c.bands
+                   FROM minhash_internal._minhash_index($1::pg_catalog.regclass) c";
+        let arg = match tbl {
+            Some(Regclass(tbl)) => DatumWithOid::from(tbl),
+            None => DatumWithOid::null::<pg_sys::Oid>(),
+        };
+        Spi::connect_mut(|client| {
+            let row = client.update(sql, None, &[arg])?.first();
+            Ok(CatalogRow {
+                text: row.get::<String>(1)?.expect("a row"),
+                tbl: row.get::<pg_sys::Oid>(2)?.expect("NOT NULL column"),
+                band_table: row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                format: row.get::<i32>(4)?,
+                bands: row.get::<i32>(5)?,
+            })
+        })
+        .unwrap_or_else(|e| spi_failed(e))
+    }
+}
+
+/// `LOCK TABLE tbl IN <mode> MODE`, as the caller (with its privilege checks).
+fn lock_table(tbl: pg_sys::Oid, mode: &str) {
+    let sql = format!(
+        "LOCK TABLE {} IN {mode} MODE",
+        crate::pg::names::qualified_name(tbl)
+    );
+    statement::<bool>(&sql, &[]);
+}

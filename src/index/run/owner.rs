@@ -15,6 +15,8 @@ use pgrx::{JsonB, PgSqlErrorCode};
 use crate::pg::error::raise;
 use crate::pg::names::{regclass_name, Regclass};
 
+use super::spi::first_value;
+
 /// The search path inside [`as_owner`].
 const SAFE_SEARCH_PATH: &CStr = c"pg_catalog, pg_temp";
 
@@ -156,20 +158,20 @@ fn _minhash_as_owner(tbl: Option<Regclass>, sql: Option<&str>) -> Option<JsonB> 
             None,
         );
     };
+    owner_statement(tbl, sql, first_value::<JsonB>)
+}
+
+/// Runs the statement `sql` as the owner of `tbl` (see the module documentation) and returns
+/// what `read` makes of its result. The caller must have the owner's privileges (42501), as
+/// for [`_minhash_as_owner`], which the PL/pgSQL of `sql/index/` calls for the same.
+pub(in crate::index) fn owner_statement<T>(
+    tbl: pg_sys::Oid,
+    sql: &str,
+    read: impl FnOnce(pgrx::spi::SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> T {
     let owner = check_owner(tbl);
     as_owner(owner, || {
-        Spi::connect_mut(|client| -> pgrx::spi::Result<Option<JsonB>> {
-            let table = client.update(sql, None, &[])?;
-            if table.is_empty() {
-                return Ok(None);
-            }
-            // (a statement that returns no rows, as Citus runs it, may leave no result)
-            match table.first().get::<JsonB>(1) {
-                Err(pgrx::spi::SpiError::NoTupleTable) => Ok(None),
-                result => result,
-            }
-        })
-        .unwrap_or_else(|e| {
+        Spi::connect_mut(|client| read(client.update(sql, None, &[])?)).unwrap_or_else(|e| {
             raise(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
                 format!("index maintenance through SPI failed: {e}"),

@@ -9,7 +9,8 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
-use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+use crate::pg::error::notice;
 
 /// How long a call on a smaller table runs before it reports.
 const QUIET: Duration = Duration::from_secs(2);
@@ -71,13 +72,12 @@ fn _minhash_progress(what: &str, unit: &str, total: i64, run: f64, weight: i64) 
     true
 }
 
-fn notice(message: String) {
-    pgrx::pg_sys::panic::ErrorReport::new(
-        PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
-        message,
-        "pg_minhash",
-    )
-    .report(PgLogLevel::NOTICE);
+/// An id for a call counted by [`_minhash_progress`]: the time it started, in seconds since
+/// 1970.
+pub(in crate::index) fn run_id() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |t| t.as_secs_f64())
 }
 
 /// How often a whole-table search reports while it reads the rows (their number is not known

@@ -41,6 +41,20 @@ pub(in crate::index) fn for_each_text_row<'conn>(
     })
 }
 
+/// The first column of the first row of `table` (None for no row, NULL, or a statement of no
+/// result: LOCK TABLE, DROP TABLE, or a statement Citus runs and returns no rows of).
+pub(in crate::index) fn first_value<T: FromDatum + IntoDatum>(
+    table: pgrx::spi::SpiTupleTable<'_>,
+) -> pgrx::spi::Result<Option<T>> {
+    if table.is_empty() {
+        return Ok(None);
+    }
+    match table.first().get::<T>(1) {
+        Err(pgrx::spi::SpiError::NoTupleTable) => Ok(None),
+        result => result,
+    }
+}
+
 /// Raises XX000 for a failed SPI read of the indexed table or the catalog.
 pub(in crate::index) fn spi_failed(e: pgrx::spi::Error) -> ! {
     raise(

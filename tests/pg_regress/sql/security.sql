@@ -76,6 +76,13 @@ SELECT p.proname, l.lanname AS language, p.proconfig AS settings
 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 WHERE p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash')
   AND p.proname = 'minhash_index_create';
+-- Checking, rebuilding and dropping an index run no PL/pgSQL either: Rust.
+SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, l.lanname AS language
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'pg_minhash')
+  AND p.proname IN ('minhash_index_check', 'minhash_index_stats', 'minhash_index_rebuild',
+                    'minhash_index_drop')
+ORDER BY 1, 2;
 
 -- The band tables are private: no privileges but their owner's.
 SELECT c.relname, pg_get_userbyid(c.relowner) AS owner,
