@@ -25,7 +25,7 @@ generates (given with --generated), and the SQL strings in src/, and requires:
 Types are not required to be qualified: a type name has no overloads, and pg_catalog is
 searched before the installer's schema (and pg_temp last) in scripts and pinned bodies.
 
-Usage: scripts/sqlcheck.py [--generated FILE] [FILE ...]   (default: sql/**/*.sql, src/**/*.rs)
+Usage: scripts/sqlcheck.py [--generated FILE] [FILE ...]   (default: sql/**/*.sql, src/**/*.sql, src/**/*.rs)
 Exits 1 and lists each problem as FILE:LINE: message.
 """
 
@@ -274,7 +274,7 @@ def main():
     ap.add_argument("--generated", action="append", default=[], help="an install script pgrx generated")
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
-    files = [pathlib.Path(f) for f in args.files] or sorted(ROOT.glob("sql/**/*.sql")) + sorted(
+    files = [pathlib.Path(f) for f in args.files] or sorted(ROOT.glob("sql/**/*.sql")) + sorted(ROOT.glob("src/**/*.sql")) + sorted(
         f for f in ROOT.glob("src/**/*.rs") if f.name != "tests.rs")
     checker = Checker()
     checked = 0

@@ -1234,7 +1234,7 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_minhash_sketch_stats_wrapper';
 
 -- A minhash_flag_duplicate trigger is checked as it is made, with the checks and errors of its
--- first row (sql/index/ddl.sql, minhash_flag_created).
+-- first row (src/index/sql/ddl.sql, minhash_flag_created).
 CREATE FUNCTION minhash_internal._minhash_flag_created() RETURNS event_trigger
     LANGUAGE c AS 'MODULE_PATHNAME', '_minhash_flag_created_wrapper';
 CREATE EVENT TRIGGER minhash_flag_created ON ddl_command_end

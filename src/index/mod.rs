@@ -1,5 +1,5 @@
 //! The managed band-key index: the catalog, band tables and query functions are hand-written
-//! SQL in `sql/index/` (one file per concern); this module adds the Rust pieces they call,
+//! SQL in `src/index/sql/` (one file per concern); this module adds the Rust pieces they call,
 //! among them the one trigger function that keeps every band table exact (`write::sync`).
 //!
 //! The code is kept in five rooms, each a folder; a room uses only the rooms below it (and
@@ -68,7 +68,7 @@ pub(crate) fn init() {
     write::claim::hook_query_ends();
 }
 
-/// The schema of the extension's internal functions (see sql/index/catalog.sql).
+/// The schema of the extension's internal functions (see src/index/sql/catalog.sql).
 #[pg_schema]
 mod minhash_internal {}
 
@@ -76,27 +76,27 @@ mod minhash_internal {}
 // function that an SQL-language function of theirs calls (build.sql's _minhash_text_sql, whose
 // body PostgreSQL checks when it is created), the last after everything else.
 pgrx::extension_sql_file!(
-    "../../sql/index/catalog.sql",
+    "sql/catalog.sql",
     name = "index_catalog",
     requires = [read::row_text::_minhash_row_text_sql]
 );
 pgrx::extension_sql_file!(
-    "../../sql/index/build.sql",
+    "sql/build.sql",
     name = "index_build",
     requires = ["index_catalog"]
 );
 pgrx::extension_sql_file!(
-    "../../sql/index/create_drop.sql",
+    "sql/create_drop.sql",
     name = "index_create_drop",
     requires = ["index_build"]
 );
 pgrx::extension_sql_file!(
-    "../../sql/index/ddl.sql",
+    "sql/ddl.sql",
     name = "index_ddl",
     requires = ["index_create_drop"]
 );
 pgrx::extension_sql_file!(
-    "../../sql/index/search.sql",
+    "sql/search.sql",
     name = "index_search",
     finalize
 );

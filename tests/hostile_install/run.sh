@@ -27,8 +27,8 @@ trap 'cluster_stop; rm -rf "$tmp"' EXIT
 sharedir=$("$PG_CONFIG" --sharedir)/extension
 CURRENT=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 # the static check over the install script pgrx generated (.ci/run checks the sources)
-python3 scripts/sqlcheck.py --generated "$sharedir/pg_minhash--$CURRENT.sql" sql/index/catalog.sql >/dev/null ||
-    { python3 scripts/sqlcheck.py --generated "$sharedir/pg_minhash--$CURRENT.sql" sql/index/catalog.sql; exit 1; }
+python3 scripts/sqlcheck.py --generated "$sharedir/pg_minhash--$CURRENT.sql" src/index/sql/catalog.sql >/dev/null ||
+    { python3 scripts/sqlcheck.py --generated "$sharedir/pg_minhash--$CURRENT.sql" src/index/sql/catalog.sql; exit 1; }
 # (the earlier releases' install scripts; this tree's library serves them)
 as_root cp sql/pg_minhash--0.1.0.sql sql/pg_minhash--0.2.0.sql "$sharedir/"
 cluster_start "$tmp/cluster"
@@ -37,7 +37,7 @@ psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 # The names the extension's SQL calls: every identifier written before a parenthesis in its
 # scripts and SQL strings (pg_catalog's functions of those names are shadowed), and the
 # operator symbols pg_catalog defines for the types plant.sql plants for.
-functions=$(cat sql/*.sql sql/index/*.sql "$sharedir"/pg_minhash--*.sql src/*/*.rs |
+functions=$(cat sql/*.sql src/index/sql/*.sql "$sharedir"/pg_minhash--*.sql src/*/*.rs |
     grep -oE '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\(' | tr -d '( \t' | tr 'A-Z' 'a-z' | sort -u | tr '\n' ' ')
 operators='= <> < > <= >= + - * / % || && # & | ~~ ~~* !~~ ~ @> <@ -> ->> ?'
 

@@ -112,7 +112,7 @@ impl BandFormat {
     }
 
     /// The band table's columns, in order, of an index of `bands` bands (as
-    /// `_minhash_band_value_columns` in sql/index/build.sql lists them after `id`).
+    /// `_minhash_band_value_columns` in src/index/sql/build.sql lists them after `id`).
     pub(in crate::index) fn columns(self, bands: usize) -> Vec<String> {
         match self {
             BandFormat::PerBand => ["id", "key", "sketch1", "sketch2"]

@@ -27,7 +27,7 @@ use crate::index::run::spi::spi_failed;
 /// Trigger function on `minhash_indexes`, `AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW` and
 /// `AFTER TRUNCATE`: invalidates the relcache entry of each table whose catalog row changed (of
 /// every table on TRUNCATE), so that every backend drops its cached copy (see `access_plan`).
-// (created in schema minhash_internal by sql/index/catalog.sql)
+// (created in schema minhash_internal by src/index/sql/catalog.sql)
 #[pg_trigger(sql = false)]
 fn _minhash_catalog_changed<'a>(
     trigger: &'a PgTrigger<'a>,

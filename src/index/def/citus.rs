@@ -5,7 +5,7 @@
 //! trigger of the table on every shard of it too, named `<trigger>_<shard id>`. A write fires
 //! them on the node that holds the shard, which has the table's metadata (Citus keeps it on
 //! every node) but not the extension's catalog rows: the triggers there carry the catalog rows
-//! of the table's indexes as their arguments (`_minhash_sync_triggers` in sql/index/build.sql), and
+//! of the table's indexes as their arguments (`_minhash_sync_triggers` in src/index/sql/build.sql), and
 //! write the band rows into the shard of the band table that holds the same range of ids, on
 //! the same node.
 //!

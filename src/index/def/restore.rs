@@ -54,7 +54,7 @@ thread_local! {
 
 /// Trigger function of a band table's `minhash_bands_load` trigger (see the module
 /// documentation): the new band row, or nothing.
-// (created in schema minhash_internal by sql/index/catalog.sql)
+// (created in schema minhash_internal by src/index/sql/catalog.sql)
 #[pg_trigger(sql = false)]
 fn _minhash_band_load<'a>(
     trigger: &'a PgTrigger<'a>,

@@ -13,7 +13,7 @@
 //!
 //! SQL that runs as the owner (backfill, check) computes it inline over the bare column names,
 //! SQL that runs as the caller through `_minhash_row_text` (`row_text`) (both made by `_minhash_text_sql`
-//! in `sql/index/build.sql`, and [`TextSource::caller_sql`]), Rust over a tuple slot of the table
+//! in `src/index/sql/build.sql`, and [`TextSource::caller_sql`]), Rust over a tuple slot of the table
 //! ([`TextReader`]).
 
 use std::ffi::{c_int, CStr, CString};

@@ -2,7 +2,7 @@
 //! functions of an index that exists: `minhash_index_check` (`check`) and `minhash_index_stats`
 //! (`stats`) count what the band table holds, `minhash_index_rebuild` (`rebuild`) fills it
 //! again, `minhash_index_drop` (`drop`) removes the index. Each of these four runs with the search path `pg_catalog, pg_temp`, as the PL/pgSQL
-//! functions it replaced did by their `SET` clause, and reaches the PL/pgSQL of `sql/index/`
+//! functions it replaced did by their `SET` clause, and reaches the PL/pgSQL of `src/index/sql/`
 //! it still uses (backfill, reshaping a band table, sync triggers, sketch stores) through SPI
 //! by qualified names. It may use every room below it: `write`, `read`, `def` and `run`.
 

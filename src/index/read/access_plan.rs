@@ -425,7 +425,7 @@ impl Index {
     /// names the table, or a duplicate check that names no index, reads. It is the table's
     /// first, the one whose band table has the lowest OID (on the coordinator, for a Citus
     /// table, in whose order the shards' triggers carry the indexes), as `_minhash_index` in
-    /// sql/index/build.sql picks it: another index never changes it.
+    /// src/index/sql/build.sql picks it: another index never changes it.
     pub(in crate::index) fn default_of(indexes: &Indexes) -> Option<Rc<Index>> {
         indexes.first().cloned()
     }

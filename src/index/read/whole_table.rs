@@ -1,5 +1,5 @@
 //! Whole-table searches of an index: `minhash_duplicates` and `minhash_clusters` of a table,
-//! thin SQL functions (sql/index/search.sql) over the four functions here, one body for the
+//! thin SQL functions (src/index/sql/search.sql) over the four functions here, one body for the
 //! bigint and the typed forms. The index is resolved once ([`Index::of_rows`]), the rows are
 //! read with the caller's rights through a cursor, batch by batch, into a `core::dedup::Corpus`,
 //! whose pairs stream back one per call.

@@ -145,7 +145,7 @@ pub(crate) fn check_owner(tbl: pg_sys::Oid) -> pg_sys::Oid {
     owner
 }
 
-/// Internal to the index functions of `sql/index/`: runs the statement `sql` as the owner of
+/// Internal to the index functions of `src/index/sql/`: runs the statement `sql` as the owner of
 /// `tbl` (see the module documentation) and returns the first column of its first row, which
 /// must be jsonb if there is one. The caller must have the owner's privileges (42501): this
 /// acts with no rights the caller does not already have, and with fewer.
@@ -163,7 +163,7 @@ fn _minhash_as_owner(tbl: Option<Regclass>, sql: Option<&str>) -> Option<JsonB> 
 
 /// Runs the statement `sql` as the owner of `tbl` (see the module documentation) and returns
 /// what `read` makes of its result. The caller must have the owner's privileges (42501), as
-/// for [`_minhash_as_owner`], which the PL/pgSQL of `sql/index/` calls for the same.
+/// for [`_minhash_as_owner`], which the PL/pgSQL of `src/index/sql/` calls for the same.
 pub(in crate::index) fn owner_statement<T>(
     tbl: pg_sys::Oid,
     sql: &str,

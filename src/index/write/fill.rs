@@ -1,5 +1,5 @@
 //! The backfill's bulk write (`_minhash_band_fill`, called by `_minhash_backfill` in
-//! sql/index/build.sql for a new band table): the rows of a chunk of the table, read through a
+//! src/index/sql/build.sql for a new band table): the rows of a chunk of the table, read through a
 //! cursor, signed on the build's threads (`band_values_batch`), and their band rows written
 //! into the band table a thousand at a time with the table access method's multi-insert, as
 //! `COPY` writes rows (a page of rows to a WAL record), rather than one executor row each.

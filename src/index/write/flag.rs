@@ -867,7 +867,7 @@ const FLAG_FUNCTION: &str = "minhash_flag_duplicate";
 /// partitions, clone or not (from now on it checks against the index of the new root).
 /// Triggers of other functions are left alone: ours is told by its OID, a function of this
 /// extension (a role cannot make a function a member of it).
-// (created in schema minhash_internal by sql/index/ddl.sql)
+// (created in schema minhash_internal by src/index/sql/ddl.sql)
 #[pg_extern(sql = false)]
 fn _minhash_flag_created(fcinfo: pg_sys::FunctionCallInfo) {
     // SAFETY: the call's own `fcinfo`, its `flinfo` set by the function manager; a context

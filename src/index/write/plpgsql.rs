@@ -1,4 +1,4 @@
-//! Functions internal to the PL/pgSQL of `sql/index/` that need Rust: the band rows of a
+//! Functions internal to the PL/pgSQL of `src/index/sql/` that need Rust: the band rows of a
 //! text, the checked thresholds, the dependency records of a new band table, and the table's
 //! sketch stores.
 
@@ -35,7 +35,7 @@ fn _minhash_band_values(
 
 /// [`_minhash_band_values`] of each of `docs`, in order (NULL for a NULL text or one that is not
 /// indexed): the band-row SQL of a table of this node hands it its rows a batch at a time
-/// (`_minhash_band_values_sql` in sql/index/build.sql), and it signs them on the build's threads
+/// (`_minhash_band_values_sql` in src/index/sql/build.sql), and it signs them on the build's threads
 /// ([`band_values_batch`]).
 #[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_band_values_batch(
@@ -54,7 +54,7 @@ fn _minhash_band_values_batch(
 
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
 /// if it is not indexed. The band-row SQL of a Citus table calls it in `FROM`, where Citus
-/// runs it on the shards (see `_minhash_band_rows_sql` in sql/index/build.sql).
+/// runs it on the shards (see `_minhash_band_rows_sql` in src/index/sql/build.sql).
 #[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_band_rows(
     doc: &str,

@@ -91,7 +91,7 @@ impl Event {
 }
 
 /// Trigger function of the sync triggers of an indexed table (see the module documentation).
-// (created in schema minhash_internal by sql/index/catalog.sql)
+// (created in schema minhash_internal by src/index/sql/catalog.sql)
 #[pg_trigger(sql = false)]
 fn _minhash_sync<'a>(
     trigger: &'a PgTrigger<'a>,

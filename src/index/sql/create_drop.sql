@@ -1,4 +1,4 @@
--- The helpers of minhash_index_create (sql/index/, part 3 of 5), which minhash_index_rebuild
+-- The helpers of minhash_index_create (src/index/sql/, part 3 of 5), which minhash_index_rebuild
 -- shares: the band table's format, reshaping and B-trees. minhash_index_create and
 -- minhash_index_drop are Rust (src/index/manage/create.rs, drop.rs).
 

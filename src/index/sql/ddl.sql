@@ -1,4 +1,4 @@
--- DDL on indexed tables (sql/index/, part 4 of 5): the two event triggers.
+-- DDL on indexed tables (src/index/sql/, part 4 of 5): the two event triggers.
 
 -- After DDL on the partition tree of the indexed partitioned table of `cfg` (CREATE TABLE ...
 -- PARTITION OF, ATTACH PARTITION, DETACH PARTITION, DROP TABLE): a table that joined the tree

@@ -1,4 +1,4 @@
--- The machinery of an index (sql/index/, part 2 of 5): finding an index's catalog row, the
+-- The machinery of an index (src/index/sql/, part 2 of 5): finding an index's catalog row, the
 -- band-row SQL, the backfill, the sync triggers, and what Citus needs of a table.
 
 -- Whether this node is a Citus worker (its group is not the coordinator's, 0).
