@@ -95,8 +95,4 @@ pgrx::extension_sql_file!(
     name = "index_ddl",
     requires = ["index_create_drop"]
 );
-pgrx::extension_sql_file!(
-    "sql/search.sql",
-    name = "index_search",
-    finalize
-);
+pgrx::extension_sql_file!("sql/search.sql", name = "index_search", finalize);
