@@ -17,7 +17,6 @@ use crate::core::params::{
     check_k, check_threshold, float8_text, lsh_params, Banding, Shingling, DEFAULT_MIN_RECALL,
 };
 use crate::index::def::catalog::check_indexable;
-use crate::index::def::extension::Extension;
 use crate::index::def::text_source::_minhash_text_expression;
 use crate::index::run::spi::spi_failed;
 use crate::index::write::plpgsql::_minhash_link_band_table;
@@ -46,9 +45,8 @@ AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 "#)]
 fn minhash_index_create(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
     // SAFETY: fcinfo is this call's, of the eleven arguments of the signature above.
-    let (request, fn_oid) = unsafe { (Request::from_call(fcinfo), (*(*fcinfo).flinfo).fn_oid) };
-    let schema = Extension::of_function(fn_oid).quoted_schema();
-    request.create(&schema)
+    let request = unsafe { Request::from_call(fcinfo) };
+    request.create(&super::extension_schema(fcinfo))
 }
 
 /// The arguments of one call, the index settings checked and completed as the call goes.
