@@ -31,68 +31,17 @@ CREATE POLICY minhash_indexes_owner ON @extschema@.minhash_indexes FOR ALL
 -- keeps the band table's persistence.
 
 -- Whether this node is a Citus worker (its group is not the coordinator's, 0).
-CREATE FUNCTION minhash_internal._minhash_citus_worker()
-RETURNS boolean
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    worker boolean := false;
-BEGIN
-    IF to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
-        EXECUTE 'SELECT g.groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group g'
-            INTO worker;
-    END IF;
-    RETURN coalesce(worker, false);
-END $$;
+CREATE FUNCTION minhash_internal."_minhash_citus_worker"() RETURNS bool
+STRICT STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_citus_worker_wrapper';
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_index(tbl regclass)
 RETURNS @extschema@.minhash_indexes
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE c STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes;
-BEGIN
-    IF tbl IS NULL THEN
-        RAISE EXCEPTION 'tbl must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    SELECT * INTO cfg FROM @extschema@.minhash_indexes i
-    WHERE i.tbl = _minhash_index.tbl OR i.band_table = _minhash_index.tbl
-    ORDER BY i.band_table = _minhash_index.tbl DESC, i.band_table::oid
-    LIMIT 1;
-    IF NOT FOUND THEN
-        PERFORM minhash_internal._minhash_check_indexable(tbl);
-        -- (a Citus worker keeps no catalog rows; the lookups read the shell table's triggers)
-        IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL
-           AND minhash_internal._minhash_citus_worker() THEN
-            RAISE EXCEPTION 'this node has no minhash catalog: % is a Citus table, and this is a worker', tbl
-                USING ERRCODE = 'feature_not_supported',
-                      HINT = 'Run this call on the coordinator, in a statement of its own: Citus sends a '
-                             'statement that reads one row of a distributed table whole to that row''s worker.';
-        END IF;
-        RAISE EXCEPTION 'table % has no minhash index', tbl
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Create one with minhash_index_create(table, id_column, text_column).';
-    END IF;
-    -- The row is input (its table's owner may write it): what it names must be what
-    -- minhash_index_create indexes, a table whose text column is text or varchar. Queries
-    -- read it as the caller, and a view or another type's cast would run the owner's code so.
-    IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = cfg.tbl AND c.relkind IN ('r', 'p')) THEN
-        RAISE EXCEPTION 'the minhash index of % is not on a table', cfg.tbl
-            USING ERRCODE = 'wrong_object_type';
-    END IF;
-    IF cfg.text_column IS NOT NULL AND NOT EXISTS (
-           SELECT FROM pg_attribute a
-           WHERE a.attrelid = cfg.tbl AND a.attname = cfg.text_column AND a.attnum > 0
-             AND NOT a.attisdropped
-             AND a.atttypid IN ('text'::regtype, 'character varying'::regtype)) THEN
-        RAISE EXCEPTION 'text column "%" of % is not of type text or character varying',
-            cfg.text_column, cfg.tbl
-            USING ERRCODE = 'datatype_mismatch';
-    END IF;
-    RETURN cfg;
-END $$;
+AS 'MODULE_PATHNAME', '_minhash_index_wrapper';
 
 
 CREATE OR REPLACE FUNCTION minhash_internal._minhash_trigger_args(trigger oid)
@@ -112,58 +61,14 @@ AS $$
 $$;
 
 
-CREATE OR REPLACE FUNCTION minhash_internal._minhash_sync_triggers(rel regclass, adding boolean)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    trg record;
-    citus boolean := (minhash_internal._minhash_citus_table(rel)).kind IS NOT NULL;
-    args text := '';
-    unsafe_triggers text;
-BEGIN
-    IF citus THEN
-        -- Citus makes each trigger on every shard of the table too, where it fires on the
-        -- workers, which have no catalog rows: its arguments carry the catalog rows of the
-        -- table's indexes (src/index/citus.rs), so they are made again whenever those change.
-        -- Citus asks for citus.enable_unsafe_triggers to make triggers on its tables (README,
-        -- "Scaling out with Citus"), here only.
-        SELECT coalesce(string_agg(quote_literal(a), ', '), '') INTO args
-        FROM unnest(minhash_internal._minhash_citus_args(rel)) a;
-        unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
-        PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-    END IF;
-    FOR trg IN
-        SELECT * FROM (VALUES
-            ('minhash_sync_insert', 'AFTER INSERT', 'REFERENCING NEW TABLE AS new_rows', 'STATEMENT'),
-            ('minhash_sync_update', 'AFTER UPDATE', 'REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows', 'STATEMENT'),
-            ('minhash_sync_delete', 'AFTER DELETE', 'REFERENCING OLD TABLE AS old_rows', 'STATEMENT'),
-            ('minhash_sync_truncate', 'AFTER TRUNCATE', '', 'STATEMENT'),
-            ('~minhash_sync_claim', 'BEFORE UPDATE', '', 'ROW')) t(name, event, transition, level)
-    LOOP
-        IF adding
-           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
-                       AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure
-                       AND (NOT citus OR minhash_internal._minhash_trigger_args(t.oid)
-                                         = minhash_internal._minhash_citus_args(rel))) THEN
-            CONTINUE;
-        END IF;
-        IF (citus OR NOT adding)
-           AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = rel AND t.tgname = trg.name
-                       AND t.tgfoid = 'minhash_internal._minhash_sync()'::regprocedure) THEN
-            EXECUTE format('DROP TRIGGER %I ON %s', trg.name, rel);
-        END IF;
-        IF adding THEN
-            EXECUTE format('CREATE TRIGGER %I %s ON %s %s
-                            FOR EACH %s EXECUTE FUNCTION minhash_internal._minhash_sync(%s)',
-                           trg.name, trg.event, rel, trg.transition, trg.level, args);
-        END IF;
-    END LOOP;
-    IF citus THEN
-        PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
-    END IF;
-END $$;
+CREATE OR REPLACE FUNCTION minhash_internal."_minhash_sync_triggers"(
+	"rel" regclass,
+	"adding" bool
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_sync_triggers_wrapper';
 
 
 -- A Citus table distributed by another column than the id (a tenant) may be indexed: its band
@@ -179,22 +84,20 @@ AS $$
                   AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped)
 $$;
 
-CREATE OR REPLACE FUNCTION minhash_internal._minhash_citus_distribute(band regclass, tbl regclass, kind text)
-RETURNS void
-LANGUAGE plpgsql
+CREATE OR REPLACE FUNCTION minhash_internal._minhash_citus_table(tbl regclass, OUT kind text, OUT dist_column name)
+LANGUAGE c STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF kind = 'distributed' THEN
-        EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $3, colocate_with => $2)'
-        USING band, tbl::text,
-              CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = band
-                                AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped)
-                   THEN 'tenant' ELSE 'id' END;
-    ELSE
-        EXECUTE 'SELECT pg_catalog.create_reference_table($1)' USING band;
-    END IF;
-END $$;
+AS 'MODULE_PATHNAME', '_minhash_citus_table_wrapper';
+
+CREATE OR REPLACE FUNCTION minhash_internal."_minhash_citus_distribute"(
+	"band" regclass,
+	"tbl" regclass,
+	"kind" TEXT
+) RETURNS void
+VOLATILE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_citus_distribute_wrapper';
 
 -- Of a table of this node, the band-row SQL signs its rows in batches on the build's threads,
 -- max_parallel_maintenance_workers of them (src/index/write/plpgsql.rs).
@@ -316,92 +219,28 @@ AS $$
         (SELECT string_agg('w.key' || i, ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i)) END
 $$;
 
-CREATE FUNCTION minhash_internal._minhash_check_format(format int, bands int)
-RETURNS int
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    setting text := nullif(current_setting('pg_minhash.default_format', true), '');
-BEGIN
-    IF format IS NULL THEN
-        IF setting IS NOT NULL AND setting NOT IN ('1', '2') THEN
-            RAISE EXCEPTION 'pg_minhash.default_format must be 1 or 2, got %', setting
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        RETURN CASE WHEN setting = '2' AND bands <= 64 THEN 2 ELSE 1 END;
-    ELSIF format NOT IN (1, 2) THEN
-        RAISE EXCEPTION 'format must be 1 or 2, got %', format
-            USING ERRCODE = 'invalid_parameter_value';
-    ELSIF format = 2 AND bands > 64 THEN
-        RAISE EXCEPTION 'format 2 holds at most 64 bands, not %', bands
-            USING ERRCODE = 'feature_not_supported', HINT = 'Use format 1, or fewer bands.';
-    END IF;
-    RETURN format;
-END $$;
+CREATE FUNCTION minhash_internal."_minhash_check_format"(
+	"format" INT,
+	"bands" INT
+) RETURNS INT
+STABLE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_check_format_wrapper';
 
 CREATE FUNCTION minhash_internal._minhash_band_indexes(cfg @extschema@.minhash_indexes)
 RETURNS void
-LANGUAGE plpgsql
+LANGUAGE c
 SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    i int;
-    citus boolean := (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL;
-    -- (a unique key of a Citus table holds its distribution column: the tenant, if it has one)
-    tenant text := CASE WHEN minhash_internal._minhash_tenant_column(cfg) IS NOT NULL
-                        THEN ', tenant' ELSE '' END;
-BEGIN
-    IF cfg.format = 1 THEN
-        EXECUTE format('CREATE %s INDEX ON %s (key, id%s) INCLUDE (sketch1, sketch2)',
-                       CASE WHEN citus THEN 'UNIQUE' ELSE '' END, cfg.band_table, tenant);
-    ELSE
-        EXECUTE format('CREATE %s INDEX ON %s (id%s)', CASE WHEN citus THEN 'UNIQUE' ELSE '' END,
-                       cfg.band_table, tenant);
-        FOR i IN 1..cfg.bands LOOP
-            EXECUTE format('CREATE INDEX ON %s (%I)', cfg.band_table, 'key' || i);
-        END LOOP;
-    END IF;
-    IF citus THEN
-        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', cfg.band_table,
-                       (SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
-                        WHERE x.indrelid = cfg.band_table AND x.indisunique));
-    ELSE
-        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', cfg.band_table);
-    END IF;
-END $$;
+AS 'MODULE_PATHNAME', '_minhash_band_indexes_wrapper';
 
 CREATE FUNCTION minhash_internal._minhash_band_reshape(cfg @extschema@.minhash_indexes, target int)
 RETURNS @extschema@.minhash_indexes
-LANGUAGE plpgsql
+LANGUAGE c
 SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    idx regclass;
-    columns text;
-BEGIN
-    IF cfg.band_table IS NULL OR cfg.bands IS NULL OR target IS NULL THEN
-        RAISE EXCEPTION 'the catalog row and the format must not be NULL'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    FOR idx IN SELECT x.indexrelid::regclass FROM pg_index x WHERE x.indrelid = cfg.band_table LOOP
-        EXECUTE format('DROP INDEX %s', idx);
-    END LOOP;
-    SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO columns
-    FROM pg_attribute a
-    WHERE a.attrelid = cfg.band_table AND a.attnum > 0 AND NOT a.attisdropped
-      AND a.attname NOT IN ('id', 'tenant');
-    EXECUTE format('ALTER TABLE %s %s, %s', cfg.band_table, columns,
-                   (SELECT string_agg(format('ADD COLUMN %I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
-                    FROM unnest(minhash_internal._minhash_band_value_columns(target, cfg.bands))
-                         WITH ORDINALITY AS u(col, pos)));
-    UPDATE @extschema@.minhash_indexes i SET format = target WHERE i.band_table = cfg.band_table;
-    cfg.format := target;
-    PERFORM minhash_internal._minhash_band_indexes(cfg);
-    RETURN cfg;
-END $$;
+AS 'MODULE_PATHNAME', '_minhash_band_reshape_wrapper';
 
--- minhash_index_rebuild, check, stats and drop are Rust (src/index/manage/), over the PL/pgSQL
+-- minhash_index_rebuild, check, stats and drop are Rust (src/index/manage/), over the Rust
 -- pieces they share with minhash_index_create.
 CREATE FUNCTION @extschema@."minhash_index_rebuild"(
 	"tbl" regclass, /* Option < Regclass > */
@@ -444,112 +283,14 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_minhash_band_fill_wrapper';
 
-CREATE OR REPLACE FUNCTION minhash_internal._minhash_backfill(band regclass, source regclass DEFAULT NULL)
-RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cfg @extschema@.minhash_indexes := minhash_internal._minhash_index(band);
-    tbl regclass := cfg.tbl;
-    total bigint;
-    chunk bigint;
-    done bigint := 0;
-    n bigint;
-    progress jsonb;
-    last_id text;  -- the last chunk's largest id, as text
-    id_type text := (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
-                     WHERE a.attrelid = tbl AND a.attname = cfg.id_column);
-    started timestamptz := clock_timestamp();
-    seconds float8;
-    -- (the band table's load trigger would keep every row, at the cost of one call per band
-    -- row; src/index/restore.rs)
-    loading boolean := EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = cfg.band_table
-                               AND t.tgname = 'minhash_bands_load' AND t.tgenabled <> 'D');
-    bulk boolean := NOT EXISTS (SELECT FROM pg_index x WHERE x.indrelid = cfg.band_table);
-BEGIN
-    source := coalesce(source, tbl);
-    -- A row with a text and no id cannot be indexed: 23502, as the sync trigger says of one
-    -- (the chunks below read the rows in id order, which would leave it out unsaid). A NULL
-    -- or empty text has no band values, and such a row stays.
-    IF minhash_internal._minhash_as_owner(tbl, format(
-           -- (an aggregate, not EXISTS: Citus runs it on each shard as it runs a count)
-           'SELECT pg_catalog.to_jsonb(pg_catalog.count(*) OPERATOR(pg_catalog.>) 0) FROM %s d
-            WHERE d.%I IS NULL
-              AND minhash_internal._minhash_band_values((%s)::pg_catalog.text, %s, %s, %L, %s, %s)
-                  IS NOT NULL',
-           source, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
-           cfg.ngram, cfg.unit, cfg.bands, cfg.rows_per_band))::boolean THEN
-        RAISE EXCEPTION 'null value in column "id" of relation "%" violates not-null constraint',
-            (SELECT c.relname FROM pg_class c WHERE c.oid = cfg.band_table)
-            USING ERRCODE = 'not_null_violation',
-                  HINT = format('Rows of %s with a text need an id.', tbl);
-    END IF;
-    -- Of a Citus table: one INSERT ... SELECT, which Citus runs on each shard of the table into
-    -- the band table's shard beside it.
-    IF (minhash_internal._minhash_citus_table(tbl)).kind IS NOT NULL THEN
-        total := minhash_internal._minhash_as_owner(tbl, format(
-            'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
-        PERFORM minhash_internal._minhash_as_owner(tbl, format(
-            'INSERT INTO %s (%s) %s', cfg.band_table, minhash_internal._minhash_band_columns(cfg),
-            minhash_internal._minhash_band_insert_sql(cfg, source::text)));
-        RETURN total;
-    END IF;
-    IF loading THEN
-        PERFORM minhash_internal._minhash_as_owner(tbl, format(
-            'ALTER TABLE %s DISABLE TRIGGER minhash_bands_load', cfg.band_table));
-    END IF;
-    total := minhash_internal._minhash_as_owner(tbl, format(
-        'SELECT pg_catalog.to_jsonb(pg_catalog.count(*)) FROM %s', source))::bigint;
-    chunk := greatest(ceil(total / 10.0), 1);
-    LOOP
-        -- Into a new band table, which has no index yet (minhash_index_create's), the chunk's
-        -- rows go to _minhash_band_fill, which signs them on the build's threads and writes
-        -- their band rows a thousand at a time, as COPY writes rows (src/index/write/fill.rs);
-        -- into one with its indexes (a rebuild, a partition attached), an INSERT ... SELECT.
-        IF bulk THEN
-            progress := minhash_internal._minhash_as_owner(tbl, format(
-                'SELECT pg_catalog.to_jsonb(minhash_internal._minhash_band_fill(
-                     %1$s::pg_catalog.oid::pg_catalog.regclass, %2$s::pg_catalog.oid::pg_catalog.regclass, %3$L))',
-                tbl::oid, cfg.band_table::oid, format(
-                'SELECT d.%1$I::%2$s, (%3$s)::pg_catalog.text, d.%1$I::pg_catalog.text
-                 FROM (SELECT * FROM %4$s WHERE %1$I IS NOT NULL %5$s ORDER BY %1$I
-                       FETCH FIRST %6$s ROWS WITH TIES) d
-                 ORDER BY d.%1$I',
-                cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table),
-                minhash_internal._minhash_text_sql(cfg, 'd', false), source,
-                CASE WHEN last_id IS NOT NULL
-                     THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
-                chunk)));
-        ELSE
-            progress := minhash_internal._minhash_as_owner(tbl, format(
-                'WITH chunk AS MATERIALIZED (
-                     SELECT * FROM %1$s WHERE %2$I IS NOT NULL %5$s ORDER BY %2$I
-                     FETCH FIRST %6$s ROWS WITH TIES),
-                 added AS (INSERT INTO %3$s (%7$s) %4$s)
-                 SELECT pg_catalog.jsonb_build_array(pg_catalog.count(*),
-                     (SELECT c.%2$I::pg_catalog.text FROM chunk c ORDER BY c.%2$I DESC LIMIT 1))
-                 FROM chunk',
-                source, cfg.id_column, cfg.band_table, minhash_internal._minhash_band_insert_sql(cfg, 'chunk'),
-                CASE WHEN last_id IS NOT NULL
-                     THEN format('AND %I > %L::%s', cfg.id_column, last_id, id_type) ELSE '' END,
-                chunk, minhash_internal._minhash_band_columns(cfg)));
-        END IF;
-        n := (progress ->> 0)::bigint;
-        EXIT WHEN n = 0;
-        last_id := progress ->> 1;
-        done := done + n;
-        seconds := greatest(extract(epoch FROM clock_timestamp() - started), 0.001);
-        CONTINUE WHEN seconds < 2;
-        RAISE NOTICE 'minhash index on %: % of % rows (% %%), % rows/s', source, done, total,
-            round(100.0 * done / total), round(done / seconds);
-    END LOOP;
-    IF loading THEN
-        PERFORM minhash_internal._minhash_as_owner(tbl, format(
-            'ALTER TABLE %s ENABLE TRIGGER minhash_bands_load', cfg.band_table));
-    END IF;
-    RETURN done;
-END $$;
+CREATE OR REPLACE FUNCTION minhash_internal."_minhash_backfill"(
+	"band" regclass,
+	"source" regclass DEFAULT NULL
+) RETURNS bigint
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_minhash_backfill_wrapper';
 
 
 CREATE OR REPLACE FUNCTION @extschema@."minhash_index_drop"(

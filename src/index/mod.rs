@@ -9,7 +9,9 @@
 //! - `manage`: what users call to manage an index: `minhash_index_create` (`create`), and the
 //!   maintenance functions of an index that exists: `minhash_index_check` (`check`),
 //!   `minhash_index_stats` (`stats`), `minhash_index_rebuild` (`rebuild`) and
-//!   `minhash_index_drop` (`drop`). It may use every other room.
+//!   `minhash_index_drop` (`drop`), and the internal functions they share with the event
+//!   triggers: an index's catalog row, the backfill and the sync triggers (`build`), a band
+//!   table's format, columns, B-trees and Citus placement (`layout`). It may use every other room.
 //! - `write`: what changes band tables: the sync trigger (`sync`), the duplicate trigger
 //!   (`flag`) with its claims (`claim`), a trigger firing resolved once (`firing`), band-table
 //!   writes (`band_table`), the sync pause test hook (`pause`), and the Rust that the PL/pgSQL
@@ -24,7 +26,8 @@
 //!   triggers are ours and the restore load trigger (`restore`), trigger arguments (`trigger`).
 //!   It may use `run`.
 //! - `run`: how the index runs SQL: as the table's owner (`owner`), prepared statements
-//!   (`prepared`), reading SPI results (`spi`), progress NOTICEs (`progress`). It uses no room.
+//!   (`prepared`), reading SPI results (`spi`), progress NOTICEs (`progress`), rows passed to and
+//!   returned by internal functions (`row`). It uses no room.
 
 use pgrx::prelude::*;
 
@@ -72,9 +75,10 @@ pub(crate) fn init() {
 #[pg_schema]
 mod minhash_internal {}
 
-// The SQL of the managed index, in files per concern, in this order: the first after the one Rust
-// function that an SQL-language function of theirs calls (build.sql's _minhash_text_sql, whose
-// body PostgreSQL checks when it is created), the last after everything else.
+// The SQL of the managed index, in files per concern, in this order: the first after the Rust
+// functions that SQL-language functions of theirs call (PostgreSQL checks such a body when it is
+// created: build.sql's _minhash_text_sql calls _minhash_row_text_sql, its _minhash_tenant_column
+// _minhash_citus_table), the last after everything else.
 pgrx::extension_sql_file!(
     "sql/catalog.sql",
     name = "index_catalog",
@@ -83,16 +87,11 @@ pgrx::extension_sql_file!(
 pgrx::extension_sql_file!(
     "sql/build.sql",
     name = "index_build",
-    requires = ["index_catalog"]
-);
-pgrx::extension_sql_file!(
-    "sql/create_drop.sql",
-    name = "index_create_drop",
-    requires = ["index_build"]
+    requires = ["index_catalog", def::citus::_minhash_citus_table]
 );
 pgrx::extension_sql_file!(
     "sql/ddl.sql",
     name = "index_ddl",
-    requires = ["index_create_drop"]
+    requires = ["index_build"]
 );
 pgrx::extension_sql_file!("sql/search.sql", name = "index_search", finalize);

@@ -16,14 +16,19 @@
 //! `minhash_index_create` made (`sync::BandTable::open`), written as that owner. Whoever could
 //! make such a trigger by hand owns the table, and can write only what that owner may.
 
+use std::ffi::{CStr, CString};
+
+use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
 use crate::pg::error::raise;
+use crate::pg::names::Regclass;
 
 use super::extension::{older_sql_objects, Extension};
 use super::restore::{is_ours, triggers, SYNC_FUNCTION, SYNC_INSERT_TRIGGER};
 use super::trigger::trigger_args;
 use crate::index::run::owner::SettingScope;
+use crate::index::run::row::RowDatum;
 use crate::index::run::spi::spi_failed;
 
 /// A shard of a Citus table, on this node.
@@ -108,10 +113,15 @@ pub(in crate::index) fn refuse_index_before_citus(table: &str, trigger: &str) ->
 
 /// Whether Citus's shard metadata is in this database.
 fn metadata_present() -> bool {
+    catalog_relation(c"pg_dist_shard")
+}
+
+/// Whether pg_catalog has a relation named `name` (`to_regclass('pg_catalog.<name>')`).
+fn catalog_relation(name: &CStr) -> bool {
     // SAFETY: a syscache lookup by name in pg_catalog.
     unsafe {
         pg_sys::get_relname_relid(
-            c"pg_dist_shard".as_ptr(),
+            name.as_ptr(),
             pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE),
         ) != pg_sys::InvalidOid
     }
@@ -154,7 +164,7 @@ pub(in crate::index) fn is_citus_table(rel: pg_sys::Oid) -> bool {
 
 /// Whether this node is a Citus worker: its group is not the coordinator's (0).
 pub(in crate::index) fn is_worker() -> bool {
-    if !metadata_present() {
+    if !catalog_relation(c"pg_dist_local_group") {
         return false;
     }
     let sql = "SELECT g.groupid OPERATOR(pg_catalog.<>) 0 FROM pg_catalog.pg_dist_local_group g";
@@ -167,6 +177,89 @@ pub(in crate::index) fn is_worker() -> bool {
     })
     .unwrap_or_else(|e| spi_failed(e))
     .unwrap_or(false)
+}
+
+/// [`is_worker`] for SQL.
+#[pg_extern(stable, parallel_safe, schema = "minhash_internal")]
+#[search_path(pg_catalog, pg_temp)]
+fn _minhash_citus_worker() -> bool {
+    is_worker()
+}
+
+/// What Citus makes of table `tbl` (README, "Scaling out with Citus"), when Citus is
+/// installed: `kind` `distributed` (hash-distributed, by `dist_column`), `reference`, `other` (a
+/// Citus local or single-shard table), or None (a table Citus does not manage, or no Citus).
+pub(in crate::index) struct CitusTable {
+    pub(in crate::index) kind: Option<String>,
+    pub(in crate::index) dist_column: Option<String>,
+}
+
+impl CitusTable {
+    /// What Citus makes of `tbl` (None: NULL, which Citus manages no table as).
+    pub(in crate::index) fn of(tbl: Option<pg_sys::Oid>) -> CitusTable {
+        let none = CitusTable {
+            kind: None,
+            dist_column: None,
+        };
+        if !catalog_relation(c"pg_dist_partition") {
+            return none;
+        }
+        // (the column name as a `name` holds it: at most NAMEDATALEN - 1 bytes)
+        let sql = "SELECT CASE WHEN p.partmethod OPERATOR(pg_catalog.=) 'h' AND p.partkey IS NOT NULL
+                                THEN 'distributed'
+                                WHEN p.partmethod OPERATOR(pg_catalog.=) 'n'
+                                     AND p.repmodel OPERATOR(pg_catalog.=) 't' THEN 'reference'
+                                ELSE 'other' END,
+                           CASE WHEN p.partmethod OPERATOR(pg_catalog.=) 'h' AND p.partkey IS NOT NULL
+                                THEN pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)
+                                     ::pg_catalog.name::pg_catalog.text END
+                    FROM pg_catalog.pg_dist_partition p
+                    WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass";
+        let arg = match tbl {
+            Some(tbl) => DatumWithOid::from(tbl),
+            None => DatumWithOid::null::<pg_sys::Oid>(),
+        };
+        Spi::connect(|client| {
+            let table = client.select(sql, Some(1), &[arg])?;
+            if table.is_empty() {
+                return Ok(none);
+            }
+            let row = table.first();
+            Ok(CitusTable {
+                kind: row.get::<String>(1)?,
+                dist_column: row.get::<String>(2)?,
+            })
+        })
+        .unwrap_or_else(|e| spi_failed(e))
+    }
+}
+
+/// [`CitusTable::of`] for SQL, as a record of its two OUT parameters.
+#[pg_extern(
+    schema = "minhash_internal",
+    sql = r#"
+-- (src/index/def/citus.rs)
+CREATE FUNCTION minhash_internal._minhash_citus_table(tbl regclass, OUT kind text, OUT dist_column name)
+LANGUAGE c STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+"#
+)]
+fn _minhash_citus_table(tbl: Option<Regclass>, fcinfo: pg_sys::FunctionCallInfo) -> RowDatum {
+    let citus = CitusTable::of(tbl.map(|t| t.0));
+    let kind = citus.kind.and_then(|k| k.into_datum());
+    let dist_column = citus.dist_column.map(|column| {
+        // SAFETY: a name datum: NAMEDATALEN zeroed bytes, the name (shorter: see the query)
+        // copied in.
+        unsafe {
+            let name = pg_sys::palloc0(pg_sys::NAMEDATALEN as usize).cast::<pg_sys::NameData>();
+            let column = CString::new(column).expect("names have no NUL");
+            pg_sys::namestrcpy(name, column.as_ptr());
+            pg_sys::Datum::from(name)
+        }
+    });
+    // SAFETY: this call's fcinfo; a text and a name, as the OUT parameters are.
+    unsafe { RowDatum::record(fcinfo, &[kind, dist_column]) }
 }
 
 /// The arguments of the insert sync trigger of `ext` on `shard` (open as `rel`), or with no

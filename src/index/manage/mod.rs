@@ -1,14 +1,19 @@
 //! What users call to manage an index: `minhash_index_create` (`create`), and the maintenance
 //! functions of an index that exists: `minhash_index_check` (`check`) and `minhash_index_stats`
 //! (`stats`) count what the band table holds, `minhash_index_rebuild` (`rebuild`) fills it
-//! again, `minhash_index_drop` (`drop`) removes the index. Each of these four runs with the search path `pg_catalog, pg_temp`, as the PL/pgSQL
-//! functions it replaced did by their `SET` clause, and reaches the PL/pgSQL of `src/index/sql/`
-//! it still uses (backfill, reshaping a band table, sync triggers, sketch stores) through SPI
-//! by qualified names. It may use every room below it: `write`, `read`, `def` and `run`.
+//! again, `minhash_index_drop` (`drop`) removes the index. Each of these four runs with the
+//! search path `pg_catalog, pg_temp`, as the PL/pgSQL functions it replaced did by their `SET`
+//! clause. The internal functions they share with the event triggers are here too: finding an
+//! index's catalog row, the backfill and the sync triggers (`build`), and a band table's
+//! format, columns, B-trees and Citus placement (`layout`), each with that search path in its
+//! `SET` clause. They reach the SQL-language helpers of `src/index/sql/` through SPI by
+//! qualified names. It may use every room below it: `write`, `read`, `def` and `run`.
 
+mod build;
 pub(super) mod check;
 mod create;
 pub(super) mod drop;
+mod layout;
 pub(super) mod rebuild;
 pub(super) mod stats;
 
@@ -135,4 +140,25 @@ fn lock_table(tbl: pg_sys::Oid, mode: &str) {
         crate::pg::names::qualified_name(tbl)
     );
     statement::<bool>(&sql, &[]);
+}
+
+/// `rel` as `regclass` prints it under the current search path (qualified unless visible), as
+/// the PL/pgSQL these functions replaced formatted a regclass with `%s` and `%`.
+fn regclass_text(rel: pg_sys::Oid) -> String {
+    // SAFETY: regclassout takes any OID (a number for one of no relation) and returns a
+    // palloc'd C string.
+    unsafe {
+        let text = pg_sys::OidOutputFunctionCall(
+            pg_sys::Oid::from(pg_sys::F_REGCLASSOUT),
+            pg_sys::Datum::from(rel),
+        );
+        std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// [`regclass_text`] of an argument that may be NULL, as `format('%s')` prints NULL: nothing.
+fn regclass_or_empty(rel: Option<pg_sys::Oid>) -> String {
+    rel.map(regclass_text).unwrap_or_default()
 }

@@ -83,6 +83,17 @@ WHERE p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'p
   AND p.proname IN ('minhash_index_check', 'minhash_index_stats', 'minhash_index_rebuild',
                     'minhash_index_drop')
 ORDER BY 1, 2;
+-- Nor does the machinery they share (finding an index, the backfill, the sync triggers, a
+-- band table's format, columns and B-trees, Citus placement): Rust, each with the search path
+-- pinned as before.
+SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, l.lanname AS language,
+       p.provolatile AS volatility, p.proparallel AS parallel, p.proconfig AS settings
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = 'minhash_internal'::regnamespace
+  AND p.proname IN ('_minhash_citus_worker', '_minhash_index', '_minhash_citus_table',
+                    '_minhash_citus_distribute', '_minhash_backfill', '_minhash_sync_triggers',
+                    '_minhash_check_format', '_minhash_band_reshape', '_minhash_band_indexes')
+ORDER BY 1, 2;
 
 -- The band tables are private: no privileges but their owner's.
 SELECT c.relname, pg_get_userbyid(c.relowner) AS owner,
