@@ -1,5 +1,5 @@
--- The machinery of an index (src/index/sql/, part 2 of 5): finding an index's catalog row, the
--- band-row SQL, the backfill, the sync triggers, and what Citus needs of a table.
+-- The machinery of an index (src/index/sql/, part 2 of 5): the band-row SQL and the text SQL
+-- of an index, the arguments of its triggers, and the tables of a partition tree.
 
 -- _minhash_citus_worker and _minhash_citus_table are Rust (src/index/def/citus.rs);
 -- _minhash_index, _minhash_backfill and _minhash_sync_triggers are Rust too
