@@ -4,7 +4,7 @@
 use crate::core::bands::band_keys;
 use crate::core::capacity::CapacityError;
 use crate::core::parallel;
-use crate::core::params::{Banding, Shingling};
+use crate::core::params::Banding;
 use crate::core::signature::Signer;
 use crate::core::signature::EMPTY_SLOT;
 use crate::core::sketch::{band_sketch, BandSketch};
@@ -12,17 +12,21 @@ use crate::pg::backend::{build_threads, interrupts, SIGNER};
 use crate::pg::error::OrRaise;
 
 use super::row_id::Id;
+use super::settings::IndexSettings;
 
-/// The band keys and band sketch (`core::sketch`) of one text under an index's settings, as
+/// The band keys and band sketch (`core::sketch`) of one text under an index's `settings`, as
 /// the band table stores them; None for a text without shingles, which is not indexed: its
 /// signature is all 0xFFFFFFFF, which a text with shingles has only with probability 2^-32k.
 /// Both what the sync triggers store and what a lookup searches for come from here.
 pub(in crate::index) fn band_entry(
     doc: &str,
-    k: usize,
-    shingling: Shingling,
-    banding: Banding,
+    settings: &IndexSettings,
 ) -> Option<(Vec<i64>, BandSketch)> {
+    let IndexSettings {
+        k,
+        shingling,
+        banding,
+    } = *settings;
     let signature = SIGNER.with_borrow_mut(|s| s.signature(doc, k, shingling, &mut interrupts));
     band_entry_of(&signature, banding)
 }
@@ -36,10 +40,13 @@ const BATCH_TASK: usize = 256;
 /// the calling thread checking for interrupts. The threads only read `docs`.
 pub(in crate::index) fn band_values_batch(
     docs: &[Option<&str>],
-    k: usize,
-    shingling: Shingling,
-    banding: Banding,
+    settings: &IndexSettings,
 ) -> Vec<Option<Vec<i64>>> {
+    let IndexSettings {
+        k,
+        shingling,
+        banding,
+    } = *settings;
     let values = parallel::run(
         build_threads(),
         docs.len().div_ceil(BATCH_TASK),

@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
-use crate::core::params::{check_threshold, Banding, Shingling};
+use crate::core::params::check_threshold;
 use crate::pg::backend::{uses_transaction_snapshot, with_latest_snapshot};
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{qualified, regclass_name, Regclass};
@@ -18,7 +18,7 @@ use super::band::BandFormat;
 use super::citus;
 use super::extension::Extension;
 use super::row_id::KeyType;
-use super::settings::index_params;
+use super::settings::IndexSettings;
 use super::text_source::{TextSource, COLUMNS_HINT};
 use crate::index::run::owner::relation_owner;
 use crate::index::run::prepared::with_prepared;
@@ -90,9 +90,8 @@ pub(in crate::index) struct IndexDef {
     pub(in crate::index) key: KeyType,
     /// The type of the table's id column.
     pub(in crate::index) id_type: pg_sys::Oid,
-    pub(in crate::index) k: usize,
-    pub(in crate::index) shingling: Shingling,
-    pub(in crate::index) banding: Banding,
+    /// The signature length, shingling and banding.
+    pub(in crate::index) settings: IndexSettings,
     /// How the band table stores a row's band rows.
     pub(in crate::index) format: BandFormat,
     pub(in crate::index) threshold: f64,
@@ -306,7 +305,7 @@ impl IndexDef {
         ) = row;
         // Every value of the row is input (its table's owner may write it): checked here, and
         // the column types taken from pg_attribute, never from the row.
-        let (k, shingling, banding) = index_params(k, ngram, &unit, banding.0, banding.1);
+        let settings = IndexSettings::checked(k, ngram, &unit, banding.0, banding.1);
         let threshold = check_threshold(threshold).or_raise();
         let format = BandFormat::of_catalog(format).unwrap_or_else(|| {
             raise(
@@ -362,9 +361,7 @@ impl IndexDef {
             band_table,
             key,
             id_type,
-            k,
-            shingling,
-            banding,
+            settings,
             format,
             threshold,
             members: members.to_vec(),

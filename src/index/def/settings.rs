@@ -1,5 +1,5 @@
-//! An index's settings as the catalog and the PL/pgSQL functions pass them: checked, and
-//! the threshold of a query against the index's own.
+//! An index's settings as the catalog and the SQL functions pass them: checked, as one value,
+//! and the threshold of a query against the index's own.
 
 use pgrx::PgSqlErrorCode;
 
@@ -8,21 +8,33 @@ use crate::core::params::{
 };
 use crate::pg::error::OrRaise;
 
-/// The checked signature length, shingling and banding of an index's catalog settings.
-pub(in crate::index) fn index_params(
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
-) -> (usize, Shingling, Banding) {
-    let k = check_k(k).or_raise();
-    let shingling = Shingling::new(ngram, unit).or_raise();
-    (
-        k,
-        shingling,
-        Banding::new(k, bands, Some(rows_per_band)).or_raise(),
-    )
+/// The settings of an index that decide its band rows, checked: the signature length, the
+/// shingling and the banding (the catalog's `k`, `ngram`, `unit`, `bands` and `rows_per_band`).
+/// One value: what signs a text for an index takes it whole.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::index) struct IndexSettings {
+    pub(in crate::index) k: usize,
+    pub(in crate::index) shingling: Shingling,
+    pub(in crate::index) banding: Banding,
+}
+
+impl IndexSettings {
+    /// The settings of the catalog's columns (22023 for a value out of range).
+    pub(in crate::index) fn checked(
+        k: i32,
+        ngram: i32,
+        unit: &str,
+        bands: i32,
+        rows_per_band: i32,
+    ) -> IndexSettings {
+        let k = check_k(k).or_raise();
+        let shingling = Shingling::new(ngram, unit).or_raise();
+        IndexSettings {
+            k,
+            shingling,
+            banding: Banding::new(k, bands, Some(rows_per_band)).or_raise(),
+        }
+    }
 }
 
 /// A threshold argument, NULL meaning `fallback` (the index's own).

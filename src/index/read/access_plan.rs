@@ -122,9 +122,14 @@ impl Placement {
         if citus::is_citus_table(def.band_table) {
             return Placement::Citus;
         }
-        let band_index = BandIndex::find(def.band_table, def.key, def.format, def.banding.bands);
+        let band_index = BandIndex::find(
+            def.band_table,
+            def.key,
+            def.format,
+            def.settings.banding.bands,
+        );
         let row_index = RowIndex::find(def.tbl, &def.id_column, def.key, false);
-        let store = SketchStore::find(&def.members, &def.text, def.shingling);
+        let store = SketchStore::find(&def.members, &def.text, def.settings.shingling);
         if def.members.len() <= 1 {
             return Placement::Table {
                 band_index,
@@ -526,7 +531,7 @@ impl Index {
                  WHERE b.key OPERATOR(pg_catalog.=) ANY ($1)"
             ),
             // (one scan of band i's B-tree for band i's key)
-            BandFormat::PerRow => (0..def.banding.bands)
+            BandFormat::PerRow => (0..def.settings.banding.bands)
                 .map(|band| {
                     format!(
                         "SELECT b.id, b.sketch1, b.sketch2 FROM {bands} b
@@ -567,7 +572,8 @@ impl Index {
                 ),
             ],
             BandFormat::PerRow => {
-                let columns = (0..def.banding.bands).map(|band| def.format.key_column(band));
+                let columns =
+                    (0..def.settings.banding.bands).map(|band| def.format.key_column(band));
                 let any_band = |condition: &dyn Fn(usize, &str) -> String| {
                     columns
                         .clone()
@@ -615,7 +621,10 @@ impl Index {
         } else {
             ""
         };
-        let (ngram, unit) = (def.shingling.ngram, def.shingling.unit.name());
+        let (ngram, unit) = (
+            def.settings.shingling.ngram,
+            def.settings.shingling.unit.name(),
+        );
         format!(
             "SELECT t.{id}{cast}, {schema}.jaccard({text}::pg_catalog.text, $2, {ngram}, {unit})
              FROM {tbl} t

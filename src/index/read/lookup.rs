@@ -234,12 +234,12 @@ fn traced_here(
 ) -> Vec<(Id, f64)> {
     let start = Instant::now();
     // (where the band keys may not suffice: with `k`, or below the threshold they suffice at)
-    let may_scan = want.scan && (want.k.is_some() || !keys_suffice(want.floor, cfg.def.banding));
+    let may_scan =
+        want.scan && (want.k.is_some() || !keys_suffice(want.floor, cfg.def.settings.banding));
     // the candidates, and the text's band sketch for a scan of every row's (none where the
     // rows of `among` are all verified)
     // no shingles, no band keys: nothing is a candidate (such texts are not indexed)
-    let Some((keys, sketch)) = band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding)
-    else {
+    let Some((keys, sketch)) = band_entry(doc, &cfg.def.settings) else {
         return Vec::new();
     };
     // Where row-level security hides rows from the caller, nothing is done with a hidden row
@@ -276,7 +276,8 @@ fn traced_here(
     if !ids.is_empty() {
         trace.row_index = verify(cfg, client, doc, (&ids, tenant), &mut ranked);
     }
-    let scan_from = sketch.filter(|_| want.scan && !keys_suffice(ranked.bar(), cfg.def.banding));
+    let scan_from =
+        sketch.filter(|_| want.scan && !keys_suffice(ranked.bar(), cfg.def.settings.banding));
     if let Some(sketch) = scan_from {
         // (the rows the band keys found were verified already)
         let mut verified: HashSet<Id> = ids.into_iter().collect();
@@ -327,7 +328,11 @@ fn band_candidates(
     (exclude_id, among, tenant): (Option<&Id>, Option<&HashSet<Id>>, Option<&Id>),
     trace: &mut Trace,
 ) -> Vec<Id> {
-    let min_bits = min_equal_bits(cfg.def.k, want.floor, LOOKUP_SKETCH_MISS_PROBABILITY);
+    let min_bits = min_equal_bits(
+        cfg.def.settings.k,
+        want.floor,
+        LOOKUP_SKETCH_MISS_PROBABILITY,
+    );
     let tenant_param = tenant_arg(cfg, tenant);
     let bands_sql = match (&tenant_param, &cfg.tenant_sql) {
         (Some(_), Some([bands_sql, ..])) => bands_sql,
@@ -382,7 +387,7 @@ fn band_candidates(
             continue;
         }
         band_rows += 1;
-        if equal_bits(sketch, row_sketch, cfg.def.k) >= min_bits {
+        if equal_bits(sketch, row_sketch, cfg.def.settings.k) >= min_bits {
             passed += 1;
             ids.push(id);
         }
@@ -489,18 +494,18 @@ pub(super) fn batch(
     let [bands_sql, rows_sql] = cfg.batch_sql.as_ref()?;
     // (nor where row-level security hides rows from the caller: see `traced_here`)
     if want.k.is_some()
-        || (want.scan && !keys_suffice(want.floor, cfg.def.banding))
+        || (want.scan && !keys_suffice(want.floor, cfg.def.settings.banding))
         || cfg.def.hides_rows()
     {
         return None;
     }
     let def = &cfg.def;
-    let (k, shingling, floor) = (def.k, def.shingling, want.floor);
+    let (k, shingling, floor) = (def.settings.k, def.settings.shingling, want.floor);
     let entries: Vec<_> = docs
         .iter()
         .map(|doc| {
             let doc = doc.as_deref()?;
-            band_entry(doc, k, shingling, def.banding)
+            band_entry(doc, &def.settings)
         })
         .collect();
     let mut keys: Vec<i64> = entries
@@ -638,11 +643,11 @@ fn sweep_store(
         min_slots: needed(from_bar),
         ..ScanTrace::default()
     };
-    let Some(probe) = text_sketch(doc, cfg.def.shingling) else {
+    let Some(probe) = text_sketch(doc, cfg.def.settings.shingling) else {
         trace.to_bar = from_bar;
         return trace;
     };
-    let query_set = ShingleSet::new(doc, cfg.def.shingling, &mut interrupts);
+    let query_set = ShingleSet::new(doc, cfg.def.settings.shingling, &mut interrupts);
     let mut candidate = ShingleSet::default();
     let mut seen: HashSet<Id> = HashSet::new();
     let cap = ranked
@@ -679,7 +684,7 @@ fn sweep_store(
                         return;
                     }
                     trace.verified += 1;
-                    candidate.rebuild(text, cfg.def.shingling, &mut interrupts);
+                    candidate.rebuild(text, cfg.def.settings.shingling, &mut interrupts);
                     let similarity = candidate.jaccard(&query_set);
                     if similarity >= ranked.bar() {
                         ranked.offer(id.clone(), similarity);
@@ -718,7 +723,7 @@ fn scan(
     shown: Option<&HashSet<Id>>,
     ranked: &mut Ranked<Id>,
 ) -> (ScanTrace, Option<pg_sys::Oid>) {
-    let k = cfg.def.k;
+    let k = cfg.def.settings.k;
     let from_bar = ranked.bar();
     let mut trace = ScanTrace {
         from_bar,
@@ -863,7 +868,7 @@ fn scan_through_sql(
     trace: &mut ScanTrace,
     mut take: impl FnMut(Vec<(Id, usize)>, &mut ScanTrace) -> bool,
 ) {
-    let slots = cfg.def.k.min(BAND_SKETCH_BITS);
+    let slots = cfg.def.settings.k.min(BAND_SKETCH_BITS);
     let mask = |word: usize| match slots.saturating_sub(word * 64).min(64) {
         64 => -1i64,
         used => ((1u64 << used) - 1) as i64,
@@ -953,10 +958,10 @@ fn verify(
         });
         return None;
     }
-    let query_set = ShingleSet::new(doc, cfg.def.shingling, &mut interrupts);
+    let query_set = ShingleSet::new(doc, cfg.def.settings.shingling, &mut interrupts);
     let mut candidate = ShingleSet::default();
     let mut verify = |id: &Id, text: &str| {
-        candidate.rebuild(text, cfg.def.shingling, &mut interrupts);
+        candidate.rebuild(text, cfg.def.settings.shingling, &mut interrupts);
         let similarity = candidate.jaccard(&query_set);
         if similarity >= ranked.bar() {
             ranked.offer(id.clone(), similarity);

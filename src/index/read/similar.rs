@@ -175,7 +175,7 @@ impl Lookup {
         cfg.def.check_readable();
         let want = self.want(&cfg);
         if !want.scan {
-            notice_low_threshold(want.floor, cfg.def.threshold, cfg.def.banding);
+            notice_low_threshold(want.floor, cfg.def.threshold, cfg.def.settings.banding);
         }
         cfg
     }
@@ -538,9 +538,9 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
         "Lookup in {} through band table {} ({asked}; k {}, {} bands of {} rows)",
         regclass_name(def.tbl),
         regclass_name(def.band_table),
-        def.k,
-        def.banding.bands,
-        def.banding.rows
+        def.settings.k,
+        def.settings.banding.bands,
+        def.settings.banding.rows
     )];
     if trace.keys == 0 {
         // (see `core::signature::EMPTY_SLOT`)
@@ -572,7 +572,7 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
             "  Passed the sketch filter (at least {} of {} bits equal): {} rows, {} distinct \
              candidates",
             trace.min_bits,
-            def.k.min(BAND_SKETCH_BITS),
+            def.settings.k.min(BAND_SKETCH_BITS),
             trace.passed,
             trace.candidates
         ),
@@ -601,7 +601,11 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
              sketch store ({}) for rows with at least {} of {FINE_SLOTS} sketch slots equal, \
              most first (the bar: {}{rose}): {} entries read in {} sweep{}, {} rows verified",
             float8_text(scan.from_bar),
-            candidate_probability(scan.from_bar, def.banding.bands, def.banding.rows),
+            candidate_probability(
+                scan.from_bar,
+                def.settings.banding.bands,
+                def.settings.banding.rows
+            ),
             names.join(", "),
             scan.min_slots,
             float8_text(scan.from_bar),
@@ -625,14 +629,18 @@ fn explained(cfg: &Index, want: Want, trace: &Trace) -> Vec<String> {
              row's sketch ({}) for rows within {} differing bits of {}, fewest first (the bar: \
              {}{rose}){counts}",
             float8_text(scan.from_bar),
-            candidate_probability(scan.from_bar, def.banding.bands, def.banding.rows),
+            candidate_probability(
+                scan.from_bar,
+                def.settings.banding.bands,
+                def.settings.banding.rows
+            ),
             if scan.direct {
                 "band table read directly"
             } else {
                 "band table read by SQL"
             },
             scan.max_differing,
-            def.k.min(BAND_SKETCH_BITS),
+            def.settings.k.min(BAND_SKETCH_BITS),
             float8_text(scan.from_bar),
         ));
     }

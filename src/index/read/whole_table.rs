@@ -211,15 +211,15 @@ impl<'a> Request<'a> {
             Some((mode, priority)) => cluster_mode(mode, priority),
         };
         check_id_type(def, self.what, ids);
-        let threshold = query_threshold(self.threshold, def.threshold, def.banding);
+        let threshold = query_threshold(self.threshold, def.threshold, def.settings.banding);
         let tenant = tenant_filter(def, self.tenant);
         Plan {
             what: self.what,
             rows_query: rows_sql(def, ids, order, &tenant),
             search: Search {
-                k: def.k,
-                shingling: def.shingling,
-                banding: def.banding,
+                k: def.settings.k,
+                shingling: def.settings.shingling,
+                banding: def.settings.banding,
                 threshold,
                 threads: search_threads(),
             },

@@ -178,7 +178,7 @@ impl BandTable {
                 .iter()
                 .filter(|a| !a.attisdropped)
                 .partition(|a| pgrx::name_data_to_str(&a.attname) == "tenant");
-            let expected = cfg.def.format.columns(cfg.def.banding.bands);
+            let expected = cfg.def.format.columns(cfg.def.settings.banding.bands);
             let tenant_type = cfg.def.tenant.as_ref().map(|t| t.key.oid);
             // (the id in its key type, bigint for integer keys)
             let same_columns = live.len() == expected.len()
@@ -212,7 +212,7 @@ impl BandTable {
                 key: cfg.def.key,
                 tenant: cfg.def.tenant.as_ref().map(|t| t.key),
                 format: cfg.def.format,
-                bands: cfg.def.banding.bands,
+                bands: cfg.def.settings.banding.bands,
                 unique: false,
             }
         }

@@ -72,8 +72,9 @@ fn _minhash_band_fill(
     // SAFETY: opened, checked and closed below, within this transaction.
     let table = unsafe { BandTable::open(cfg, band, tbl, owner, Extension::of_function(fn_oid)) };
     let rel = table.rel;
-    let (k, shingling, banding) = (cfg.def.k, cfg.def.shingling, cfg.def.banding);
-    let columns = cfg.def.format.columns(banding.bands);
+    let settings = cfg.def.settings;
+    let bands = settings.banding.bands;
+    let columns = cfg.def.format.columns(bands);
     let per_row = cfg.def.format == BandFormat::PerRow;
     // SAFETY: the relation is open; its index list and descriptor are read while it is.
     let (natts, positions) = unsafe {
@@ -129,12 +130,12 @@ fn _minhash_band_fill(
             Ok(())
         })?;
         read += ids.len() as i64;
-        let values = band_values_batch(&docs, k, shingling, banding);
+        let values = band_values_batch(&docs, &settings);
         for (id, values) in ids.into_iter().zip(values) {
             let (Some(id), Some(values)) = (id, values) else {
                 continue;
             };
-            let (keys, sketch) = values.split_at(banding.bands);
+            let (keys, sketch) = values.split_at(bands);
             let sketch = [
                 (positions[if per_row { 1 } else { 2 }], sketch[0]),
                 (positions[if per_row { 2 } else { 3 }], sketch[1]),

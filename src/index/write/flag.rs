@@ -74,8 +74,10 @@ fn conflicts(
                  create it again.",
                 match cfg.def.format {
                     BandFormat::PerBand => "its (key, id) index".to_owned(),
-                    BandFormat::PerRow =>
-                        format!("its B-trees on key1 to key{}", cfg.def.banding.bands),
+                    BandFormat::PerRow => format!(
+                        "its B-trees on key1 to key{}",
+                        cfg.def.settings.banding.bands
+                    ),
                 }
             )),
         )
@@ -86,8 +88,12 @@ fn conflicts(
         .placement
         .check_row_indexes()
         .unwrap_or_else(|| missing());
-    let min_bits = min_equal_bits(cfg.def.k, threshold, LOOKUP_SKETCH_MISS_PROBABILITY);
-    let query_set = ShingleSet::new(doc, cfg.def.shingling, &mut interrupts);
+    let min_bits = min_equal_bits(
+        cfg.def.settings.k,
+        threshold,
+        LOOKUP_SKETCH_MISS_PROBABILITY,
+    );
+    let query_set = ShingleSet::new(doc, cfg.def.settings.shingling, &mut interrupts);
     let mut candidate = ShingleSet::default();
     // a writer found done with its check once (see `checking::wait_for`)
     let mut done_checking = None;
@@ -96,7 +102,7 @@ fn conflicts(
         let mut candidates: Vec<(Id, Option<pg_sys::TransactionId>)> = Vec::new();
         let other = |id: &Id| !own.iter().any(|o| o.as_ref() == Some(id));
         band_index.scan_dirty(keys, other, |id, row_sketch, writer| {
-            if equal_bits(*sketch, row_sketch, cfg.def.k) >= min_bits {
+            if equal_bits(*sketch, row_sketch, cfg.def.settings.k) >= min_bits {
                 candidates.push((id, writer));
             }
         });
@@ -111,7 +117,7 @@ fn conflicts(
         let mut versions = Vec::new();
         for row_index in row_indexes {
             row_index.fetch_dirty(&cfg.def.text, &ids, |id, text, state| {
-                candidate.rebuild(text, cfg.def.shingling, &mut interrupts);
+                candidate.rebuild(text, cfg.def.settings.shingling, &mut interrupts);
                 let similarity = candidate.jaccard(&query_set);
                 versions.push((id.clone(), similarity, state));
             });
@@ -520,7 +526,7 @@ fn check(
         // SAFETY: the attribute is of the tenant's type (checked), in this tuple's descriptor.
         unsafe { tuple_id(tuple, tupdesc, attno, tenant.key.oid, tenant.key) }
     });
-    let entry = doc.and_then(|doc| band_entry(doc, cfg.def.k, cfg.def.shingling, cfg.def.banding));
+    let entry = doc.and_then(|doc| band_entry(doc, &cfg.def.settings));
     let conflicts = match (doc, &entry) {
         (Some(doc), Some(entry)) => {
             let own = (own_ids, tenant.as_ref(), update);

@@ -12,7 +12,7 @@ use crate::pg::names::{regclass_name, Regclass};
 use crate::index::def::band::{band_entry, band_values, band_values_batch};
 use crate::index::def::citus;
 use crate::index::def::extension::Extension;
-use crate::index::def::settings::index_params;
+use crate::index::def::settings::IndexSettings;
 use crate::index::read::sketch_store::sync_stores;
 use crate::index::run::owner;
 use crate::index::run::spi::spi_failed;
@@ -20,6 +20,11 @@ use crate::index::run::spi::spi_failed;
 /// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
 /// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
 /// returning it costs less than returning rows one by one, and the band-row SQL unnests it.
+///
+/// This and the two functions below take the index's settings as the catalog's five columns,
+/// which become one [`IndexSettings`] at once: the band-row SQL passes them as constants
+/// (`src/index/sql/build.sql`), and on Citus that SQL runs on the workers, which have no
+/// catalog rows to pass instead.
 #[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
 fn _minhash_band_values(
     doc: &str,
@@ -29,8 +34,8 @@ fn _minhash_band_values(
     bands: i32,
     rows_per_band: i32,
 ) -> Option<Vec<i64>> {
-    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
-    band_entry(doc, k, shingling, banding).map(band_values)
+    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+    band_entry(doc, &settings).map(band_values)
 }
 
 /// [`_minhash_band_values`] of each of `docs`, in order (NULL for a NULL text or one that is not
@@ -46,10 +51,10 @@ fn _minhash_band_values_batch(
     bands: i32,
     rows_per_band: i32,
 ) -> SetOfIterator<'static, Option<Vec<i64>>> {
-    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
+    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
     // (read on this thread: the threads call no PostgreSQL function)
     let docs: Vec<Option<&str>> = docs.iter().collect();
-    SetOfIterator::new(band_values_batch(&docs, k, shingling, banding))
+    SetOfIterator::new(band_values_batch(&docs, &settings))
 }
 
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
@@ -64,8 +69,8 @@ fn _minhash_band_rows(
     bands: i32,
     rows_per_band: i32,
 ) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
-    let (k, shingling, banding) = index_params(k, ngram, unit, bands, rows_per_band);
-    let (keys, sketch) = band_entry(doc, k, shingling, banding).unwrap_or_default();
+    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+    let (keys, sketch) = band_entry(doc, &settings).unwrap_or_default();
     let [s1, s2] = sketch.map(|w| w as i64);
     TableIterator::new(keys.into_iter().map(move |key| (key, s1, s2)))
 }

@@ -235,8 +235,7 @@ fn claim_update<'a>(trigger: &'a PgTrigger<'a>) -> Option<PgHeapTuple<'a, Alloca
         let (id_attno, id_type) = cfg.def.id_attribute(tupdesc, fired_on);
         // SAFETY: the attribute number and type come from the row's descriptor.
         let id = unsafe { tuple_id(data.tg_newtuple, tupdesc, id_attno, id_type, cfg.def.key) };
-        let entry = doc
-            .and_then(|doc| band_entry(utf8(doc), cfg.def.k, cfg.def.shingling, cfg.def.banding));
+        let entry = doc.and_then(|doc| band_entry(utf8(doc), &cfg.def.settings));
         if let (Some(id), Some((keys, sketch))) = (id, entry) {
             as_owner(owner, || {
                 claim_band_rows(cfg, (tbl, owner, ext), &id, (&keys, sketch), true)
@@ -412,9 +411,7 @@ unsafe fn reconcile(data: &pg_sys::TriggerData, cfg: &Index, band: &BandTable, e
                 for_each_text_row(table, |id, text| {
                     // SAFETY: the query selects the id as the band table stores it.
                     let id = unsafe { cfg.def.key.id(id, pg_sys::INT8OID) };
-                    if let Some((keys, sketch)) =
-                        band_entry(text, cfg.def.k, cfg.def.shingling, cfg.def.banding)
-                    {
+                    if let Some((keys, sketch)) = band_entry(text, &cfg.def.settings) {
                         room(&mut rows, 1);
                         rows.push((id, keys, sketch));
                     }
@@ -658,12 +655,7 @@ impl TransitionRows {
 
 /// The band keys and sketch of a row's text (see [`band_entry`]).
 fn row_entry(row: &Row<'_>, cfg: &Index) -> Option<(Vec<i64>, BandSketch)> {
-    band_entry(
-        utf8(row.text?),
-        cfg.def.k,
-        cfg.def.shingling,
-        cfg.def.banding,
-    )
+    band_entry(utf8(row.text?), &cfg.def.settings)
 }
 
 /// Calls `f` with each row of `table`.
