@@ -8,6 +8,7 @@
 
 pub(super) mod check;
 mod create;
+mod ddl;
 pub(super) mod drop;
 pub(super) mod rebuild;
 pub(super) mod stats;
