@@ -220,14 +220,22 @@ fn _minhash_catalog_insert<'a>(
     };
     let (band, tbl) = (column("band_table"), column("tbl"));
     let schema = Extension::of_function(trigger.trigger().tgfoid).quoted_schema();
-    let kept = Spi::get_one_with_args::<bool>(
-        &format!(
-            "SELECT EXISTS (SELECT FROM {schema}.minhash_indexes i
-                            WHERE i.band_table OPERATOR(pg_catalog.=) $1::pg_catalog.regclass
-                              AND i.tbl OPERATOR(pg_catalog.=) $2::pg_catalog.regclass)"
-        ),
-        &[band.into(), tbl.into()],
-    )
+    // (as PL/pgSQL ran it: not read-only, so a row an earlier row of the same COPY inserted is
+    // seen)
+    let kept = Spi::connect_mut(|client| {
+        client
+            .update(
+                &format!(
+                    "SELECT EXISTS (SELECT FROM {schema}.minhash_indexes i
+                                    WHERE i.band_table OPERATOR(pg_catalog.=) $1::pg_catalog.regclass
+                                      AND i.tbl OPERATOR(pg_catalog.=) $2::pg_catalog.regclass)"
+                ),
+                None,
+                &[band.into(), tbl.into()],
+            )?
+            .first()
+            .get_one::<bool>()
+    })
     .unwrap_or_else(|e| spi_failed(e));
     Ok(if kept == Some(true) { None } else { new })
 }

@@ -104,21 +104,7 @@ fn trigger_made(schema: &str, tag: &str) {
         // A sync trigger of an indexed table fires by its name: a new name would leave the
         // table unindexed (Citus's citus_add_local_table_to_metadata renames the table's
         // triggers so, as it turns the table into a shard of a Citus local table).
-        let renamed: Option<String> = statement(
-            &format!(
-                "SELECT t.tgrelid::pg_catalog.regclass::pg_catalog.text
-                 FROM pg_catalog.pg_event_trigger_ddl_commands() c
-                 JOIN pg_catalog.pg_trigger t ON t.oid OPERATOR(pg_catalog.=) c.objid
-                 WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
-                   AND t.tgfoid OPERATOR(pg_catalog.=)
-                       'minhash_internal._minhash_sync()'::pg_catalog.regprocedure
-                   AND EXISTS (SELECT FROM {schema}.minhash_indexes i
-                               WHERE i.tbl OPERATOR(pg_catalog.=)
-                                     coalesce(pg_catalog.pg_partition_root(t.tgrelid), t.tgrelid))
-                 LIMIT 1"
-            ),
-            &[],
-        );
+        let renamed = sync_trigger_table(&format!("EXISTS ({})", indexed(schema)));
         if let Some(tbl) = renamed {
             raise_detailed(
                 PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -134,25 +120,14 @@ fn trigger_made(schema: &str, tag: &str) {
         // A table dropped with its index in this transaction, made again under its name with
         // its sync triggers, as Citus's undistribute_table(), alter_distributed_table() and
         // alter_table_set_access_method() do: the triggers would fire with no index.
-        let remade: Option<String> = statement(
-            &format!(
-                "SELECT t.tgrelid::pg_catalog.regclass::pg_catalog.text
-                 FROM pg_catalog.pg_event_trigger_ddl_commands() c
-                 JOIN pg_catalog.pg_trigger t ON t.oid OPERATOR(pg_catalog.=) c.objid
-                 WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
-                   AND t.tgfoid OPERATOR(pg_catalog.=)
-                       'minhash_internal._minhash_sync()'::pg_catalog.regprocedure
-                   AND (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass,
-                                                      t.tgrelid, 0)).identity
-                       OPERATOR(pg_catalog.=) ANY ({dropped_tables})
-                   AND NOT EXISTS (SELECT FROM {schema}.minhash_indexes i
-                                   WHERE i.tbl OPERATOR(pg_catalog.=)
-                                         coalesce(pg_catalog.pg_partition_root(t.tgrelid), t.tgrelid))
-                 LIMIT 1",
-                dropped_tables = dropped_tables_sql()
-            ),
-            &[],
-        );
+        let remade = sync_trigger_table(&format!(
+            "(pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass,
+                                            t.tgrelid, 0)).identity
+                 OPERATOR(pg_catalog.=) ANY ({})
+             AND NOT EXISTS ({})",
+            dropped_tables_sql(),
+            indexed(schema)
+        ));
         if let Some(tbl) = remade {
             raise_detailed(
                 PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -165,6 +140,34 @@ fn trigger_made(schema: &str, tag: &str) {
             );
         }
     }
+}
+
+/// The table (as a regclass prints) of the first sync trigger the command made or renamed that
+/// `condition` (over trigger `t`) accepts.
+fn sync_trigger_table(condition: &str) -> Option<String> {
+    statement(
+        &format!(
+            "SELECT t.tgrelid::pg_catalog.regclass::pg_catalog.text
+             FROM pg_catalog.pg_event_trigger_ddl_commands() c
+             JOIN pg_catalog.pg_trigger t ON t.oid OPERATOR(pg_catalog.=) c.objid
+             WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+               AND t.tgfoid OPERATOR(pg_catalog.=)
+                   'minhash_internal._minhash_sync()'::pg_catalog.regprocedure
+               AND {condition}
+             LIMIT 1"
+        ),
+        &[],
+    )
+}
+
+/// The catalog rows of the index of the table of trigger `t` (or of the root of its partition
+/// tree), as an SQL subquery.
+fn indexed(schema: &str) -> String {
+    format!(
+        "SELECT FROM {schema}.minhash_indexes i
+         WHERE i.tbl OPERATOR(pg_catalog.=)
+               coalesce(pg_catalog.pg_partition_root(t.tgrelid), t.tgrelid)"
+    )
 }
 
 /// The hint of an error that refuses DDL on an indexed table.

@@ -1,10 +1,13 @@
 //! What users call to manage an index: `minhash_index_create` (`create`), and the maintenance
 //! functions of an index that exists: `minhash_index_check` (`check`) and `minhash_index_stats`
 //! (`stats`) count what the band table holds, `minhash_index_rebuild` (`rebuild`) fills it
-//! again, `minhash_index_drop` (`drop`) removes the index. Each of these four runs with the search path `pg_catalog, pg_temp`, as the PL/pgSQL
-//! functions it replaced did by their `SET` clause, and reaches the PL/pgSQL of `src/index/sql/`
-//! it still uses (backfill, reshaping a band table, sync triggers, sketch stores) through SPI
-//! by qualified names. It may use every room below it: `write`, `read`, `def` and `run`.
+//! again, `minhash_index_drop` (`drop`) removes the index. Each of these four runs with the
+//! search path `pg_catalog, pg_temp`, as the PL/pgSQL functions it replaced did by their `SET`
+//! clause, and reaches the PL/pgSQL of `src/index/sql/` it still uses (backfill, reshaping a
+//! band table, sync triggers, sketch stores) through SPI by qualified names. What a user's DDL
+//! on an indexed table sets off, the event trigger function `_minhash_ddl` (`ddl`), lives here
+//! too, its path pinned by its `SET` clause. It may use every room below it: `write`, `read`,
+//! `def` and `run`.
 
 pub(super) mod check;
 mod create;
