@@ -238,7 +238,8 @@ mod tests {
         let table_writers =
             "'_minhash_as_owner', '_minhash_link_band_table', '_minhash_sync_stores',
              '_minhash_band_fill', 'minhash_index_create', 'minhash_index_check', 'minhash_index_stats',
-             'minhash_index_rebuild', 'minhash_index_drop', '_minhash_drop_objects'";
+             'minhash_index_rebuild', 'minhash_index_drop', '_minhash_drop_objects',
+             '_minhash_relink'";
         // (progress: volatile, its counter kept by the one backend that reads)
         let counters = "'_minhash_progress'";
         // (a lookup that reports its own timing, as EXPLAIN ANALYZE does, and a sketch store's
@@ -263,7 +264,7 @@ mod tests {
                          '_minhash_search_clusters', '_minhash_search_keyed_pairs',
                          '_minhash_search_keyed_clusters', '_minhash_row_text',
                          'minhash_index_check', 'minhash_index_stats', 'minhash_index_rebuild',
-                         'minhash_index_drop', '_minhash_drop_objects')))"
+                         'minhash_index_drop', '_minhash_drop_objects', '_minhash_relink')))"
         ));
         assert_eq!(wrong_c, Some(vec![]));
         let readers = one::<Vec<String>>(&format!(

@@ -27,6 +27,7 @@ use crate::pg::names::qualified_name;
 
 use super::extension::Extension;
 use crate::index::run::owner::as_owner;
+use crate::index::run::spi::spi_failed;
 
 /// The band table's trigger and its function.
 const LOAD_TRIGGER: &str = "minhash_bands_load";
@@ -139,6 +140,104 @@ fn keeps_loaded_rows(band: pg_sys::Oid, ext: Extension) -> bool {
         )
     })
     .unwrap_or(true)
+}
+
+/// Gives every band table of the catalog of schema `schema` (quoted) that lacks them its
+/// dependencies on its table and on the extension: pg_dump carries neither (pg_depend is not
+/// dumped), so a restore gets them back here. Only band tables whose owner is their table's,
+/// and whose privileges the current user has (anyone else's are left for their owner's
+/// restore); a Citus table's band table has none on its table (`_minhash_link_band_table`).
+/// Called after rows are added to the catalog (a full or data-only restore copies them in) and
+/// after ALTER TABLE on the catalog (pg_restore --disable-triggers enables its triggers again
+/// after the copy).
+pub(in crate::index) fn relink(schema: &str) {
+    let unlinked = format!(
+        "SELECT i.tbl::pg_catalog.oid, i.band_table::pg_catalog.oid
+         FROM {schema}.minhash_indexes i
+         JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) i.tbl
+         JOIN pg_catalog.pg_class b ON b.oid OPERATOR(pg_catalog.=) i.band_table
+         WHERE b.relowner OPERATOR(pg_catalog.=) t.relowner
+           AND pg_catalog.pg_has_role(t.relowner, 'USAGE')
+           AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NULL
+           AND NOT EXISTS (
+                   SELECT FROM pg_catalog.pg_depend d
+                   WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                     AND d.objid OPERATOR(pg_catalog.=) i.band_table
+                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                     AND d.refobjid OPERATOR(pg_catalog.=) i.tbl)"
+    );
+    Spi::connect_mut(|client| {
+        let links: Vec<(Option<pg_sys::Oid>, Option<pg_sys::Oid>)> = client
+            .update(&unlinked, None, &[])?
+            .map(|row| Ok((row.get::<pg_sys::Oid>(1)?, row.get::<pg_sys::Oid>(2)?)))
+            .collect::<pgrx::spi::Result<_>>()?;
+        for (tbl, band) in links {
+            client.update(
+                "SELECT minhash_internal._minhash_link_band_table(
+                     $1::pg_catalog.regclass, $2::pg_catalog.regclass)",
+                None,
+                &[tbl.into(), band.into()],
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap_or_else(|e| spi_failed(e))
+}
+
+/// `minhash_internal._minhash_relink()`: [`relink`] for the catalog of this extension.
+// (created in schema minhash_internal by src/index/sql/catalog.sql)
+#[pg_extern(sql = false)]
+fn _minhash_relink(fcinfo: pg_sys::FunctionCallInfo) {
+    // SAFETY: the call's own `fcinfo`, its `flinfo` set by the function manager.
+    let fn_oid = unsafe { (*(*fcinfo).flinfo).fn_oid };
+    relink(&Extension::of_function(fn_oid).quoted_schema());
+}
+
+/// Trigger function of the catalog's `minhash_indexes_loaded` (`AFTER INSERT FOR EACH
+/// STATEMENT`): rows copied into the catalog get their band tables linked ([`relink`]).
+// (created in schema minhash_internal by src/index/sql/catalog.sql)
+#[pg_trigger(sql = false)]
+fn _minhash_catalog_loaded<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
+    relink(&Extension::of_function(trigger.trigger().tgfoid).quoted_schema());
+    Ok(None)
+}
+
+/// Trigger function of the catalog's `minhash_indexes_kept` (`BEFORE INSERT FOR EACH ROW`): a
+/// data-only restore into a table that has an index already copies in a second catalog row
+/// for it (the same table and band table). The index there stands, and the row is skipped (its
+/// band rows are dropped by the band table's load trigger, [`_minhash_band_load`]).
+// (created in schema minhash_internal by src/index/sql/catalog.sql)
+#[pg_trigger(sql = false)]
+fn _minhash_catalog_insert<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, Infallible> {
+    let new = trigger.new();
+    let column = |name: &str| {
+        new.as_ref()
+            .and_then(|row| row.get_by_name::<pg_sys::Oid>(name).ok().flatten())
+    };
+    let (band, tbl) = (column("band_table"), column("tbl"));
+    let schema = Extension::of_function(trigger.trigger().tgfoid).quoted_schema();
+    // (as PL/pgSQL ran it: not read-only, so a row an earlier row of the same COPY inserted is
+    // seen)
+    let kept = Spi::connect_mut(|client| {
+        client
+            .update(
+                &format!(
+                    "SELECT EXISTS (SELECT FROM {schema}.minhash_indexes i
+                                    WHERE i.band_table OPERATOR(pg_catalog.=) $1::pg_catalog.regclass
+                                      AND i.tbl OPERATOR(pg_catalog.=) $2::pg_catalog.regclass)"
+                ),
+                None,
+                &[band.into(), tbl.into()],
+            )?
+            .first()
+            .get_one::<bool>()
+    })
+    .unwrap_or_else(|e| spi_failed(e));
+    Ok(if kept == Some(true) { None } else { new })
 }
 
 /// Whether the triggers `trigdesc` (of a band table) are none, or only its load trigger of

@@ -6,12 +6,15 @@
 //! clause. The internal functions they share with the event triggers are here too: finding an
 //! index's catalog row, the backfill and the sync triggers (`build`), and a band table's
 //! format, columns, B-trees and Citus placement (`layout`), each with that search path in its
-//! `SET` clause. They reach the SQL-language helpers of `src/index/sql/` through SPI by
-//! qualified names. It may use every room below it: `write`, `read`, `def` and `run`.
+//! `SET` clause. What a user's DDL on an indexed table sets off, the event trigger function
+//! `_minhash_ddl` (`ddl`), lives here too, its path pinned the same way. They reach the
+//! SQL-language helpers of `src/index/sql/` through SPI by qualified names. It may use every
+//! room below it: `write`, `read`, `def` and `run`.
 
 mod build;
 pub(super) mod check;
 mod create;
+mod ddl;
 pub(super) mod drop;
 mod layout;
 pub(super) mod rebuild;

@@ -1,4 +1,4 @@
--- The machinery of an index (src/index/sql/, part 2 of 5): the band-row SQL and the text SQL
+-- The machinery of an index (src/index/sql/, part 2 of 4): the band-row SQL and the text SQL
 -- of an index, the arguments of its triggers, and the tables of a partition tree.
 
 -- _minhash_citus_worker and _minhash_citus_table are Rust (src/index/def/citus.rs);

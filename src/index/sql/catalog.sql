@@ -1,15 +1,15 @@
--- The managed band-key index, in five files run in this order (src/index/mod.rs): the catalog of
--- indexed tables (this file), the machinery of an index (build.sql), creating one
--- (create_drop.sql), DDL on indexed tables (ddl.sql) and the whole-table searches (search.sql).
--- Checking, rebuilding and dropping an index are Rust (src/index/manage/).
+-- The managed band-key index, in four files run in this order (src/index/mod.rs): the catalog of
+-- indexed tables (this file), the SQL-language helpers of an index (build.sql), DDL on indexed
+-- tables (ddl.sql) and the whole-table searches (search.sql). Creating, checking, rebuilding and
+-- dropping an index, and what the event triggers do, are Rust (src/index/manage/).
 --
 -- Every function here runs with the caller's rights (SECURITY INVOKER) and builds dynamic SQL
 -- only from regclass output (already quoted) and %I-quoted column names. What reads or writes
 -- an indexed table or its band table on the index's behalf (backfill, rebuild, check, stats)
--- goes through _minhash_as_owner (src/index/owner.rs): as the table's owner inside a
+-- goes through _minhash_as_owner (src/index/run/owner.rs): as the table's owner inside a
 -- security-restricted operation, for callers that have the owner's privileges. The band table
 -- is private to the table's owner; the sync triggers call one fixed function of the extension,
--- _minhash_sync (src/index/sync.rs), which writes it as the owner in the same way.
+-- _minhash_sync (src/index/write/sync.rs), which writes it as the owner in the same way.
 
 -- The extension's internal functions live in a schema of their own, minhash_internal, out of
 -- the user's way (\df of the extension's schema lists only what users call). pgrx creates it
@@ -81,61 +81,26 @@ CREATE TRIGGER minhash_indexes_truncated AFTER TRUNCATE ON @extschema@.minhash_i
     FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_catalog_changed();
 
 -- pg_dump carries no dependency of a band table on its table and on the extension (pg_depend
--- is not dumped); a restore gets them back here. Links every band table of the catalog that
--- lacks them, where the current user has the privileges of the owner of both (anyone else's
--- are left for their owner's restore). Called after rows are added to the catalog (a full or
--- data-only restore copies them in) and after ALTER TABLE on the catalog (pg_restore
--- --disable-triggers enables its triggers again after the copy).
-CREATE FUNCTION minhash_internal._minhash_relink()
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    link record;
-BEGIN
-    FOR link IN
-        SELECT i.tbl, i.band_table FROM @extschema@.minhash_indexes i
-        JOIN pg_class t ON t.oid = i.tbl JOIN pg_class b ON b.oid = i.band_table
-        WHERE b.relowner = t.relowner AND pg_has_role(t.relowner, 'USAGE')
-          -- (a Citus table's band table has none on its table: _minhash_link_band_table)
-          AND (minhash_internal._minhash_citus_table(i.tbl)).kind IS NULL
-          AND NOT EXISTS (SELECT FROM pg_depend d
-                          WHERE d.classid = 'pg_class'::regclass AND d.objid = i.band_table
-                            AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.tbl)
-    LOOP
-        PERFORM minhash_internal._minhash_link_band_table(link.tbl, link.band_table);
-    END LOOP;
-END $$;
-
-CREATE FUNCTION minhash_internal._minhash_catalog_loaded()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM minhash_internal._minhash_relink();
-    RETURN NULL;
-END $$;
+-- is not dumped); a restore gets them back: _minhash_relink links every band table of the
+-- catalog that lacks them, where the current user has the privileges of the owner of both
+-- (anyone else's are left for their owner's restore). Called after rows are added to the
+-- catalog (a full or data-only restore copies them in) and after ALTER TABLE on the catalog
+-- (pg_restore --disable-triggers enables its triggers again after the copy). A data-only
+-- restore into a table that has an index already copies in a second catalog row for it (the
+-- same table and band table): the index there stands, and _minhash_catalog_insert skips the
+-- row (its band rows are dropped by the band table's load trigger). All three in Rust
+-- (src/index/def/restore.rs).
+CREATE FUNCTION minhash_internal._minhash_relink() RETURNS void
+    LANGUAGE c SET search_path = pg_catalog, pg_temp
+    AS 'MODULE_PATHNAME', '_minhash_relink_wrapper';
+CREATE FUNCTION minhash_internal._minhash_catalog_loaded() RETURNS trigger
+    LANGUAGE c SET search_path = pg_catalog, pg_temp
+    AS 'MODULE_PATHNAME', '_minhash_catalog_loaded_wrapper';
+CREATE FUNCTION minhash_internal._minhash_catalog_insert() RETURNS trigger
+    LANGUAGE c SET search_path = pg_catalog, pg_temp
+    AS 'MODULE_PATHNAME', '_minhash_catalog_insert_wrapper';
 
 CREATE TRIGGER minhash_indexes_loaded AFTER INSERT ON @extschema@.minhash_indexes
     FOR EACH STATEMENT EXECUTE FUNCTION minhash_internal._minhash_catalog_loaded();
-
--- A data-only restore into a table that has an index already copies in a second catalog row
--- for it (the same table and band table): the index there stands, and the row is skipped (its band
--- rows are dropped by the band table's load trigger, src/index/restore.rs).
-CREATE FUNCTION minhash_internal._minhash_catalog_insert()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF EXISTS (SELECT FROM @extschema@.minhash_indexes i
-               WHERE i.band_table = NEW.band_table AND i.tbl = NEW.tbl) THEN
-        RETURN NULL;
-    END IF;
-    RETURN NEW;
-END $$;
-
 CREATE TRIGGER minhash_indexes_kept BEFORE INSERT ON @extschema@.minhash_indexes
     FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_catalog_insert();

@@ -1,4 +1,4 @@
--- Whole-table searches of an index (src/index/sql/, part 5 of 5): minhash_duplicates and
+-- Whole-table searches of an index (src/index/sql/, part 4 of 4): minhash_duplicates and
 -- minhash_clusters of a table, on one node or across Citus workers; last, the comments of every
 -- function users call.
 

@@ -94,6 +94,14 @@ WHERE p.pronamespace = 'minhash_internal'::regnamespace
                     '_minhash_citus_distribute', '_minhash_backfill', '_minhash_sync_triggers',
                     '_minhash_check_format', '_minhash_band_reshape', '_minhash_band_indexes')
 ORDER BY 1, 2;
+-- Nor does DDL on an indexed table, or loading the catalog: the event trigger of DDL and the
+-- catalog's triggers are Rust, with a pinned search path (_minhash_tree_changed is gone).
+SELECT p.proname, l.lanname AS language, p.proconfig AS settings
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = 'minhash_internal'::regnamespace
+  AND p.proname IN ('_minhash_ddl', '_minhash_tree_changed', '_minhash_relink',
+                    '_minhash_catalog_loaded', '_minhash_catalog_insert')
+ORDER BY 1;
 
 -- The band tables are private: no privileges but their owner's.
 SELECT c.relname, pg_get_userbyid(c.relowner) AS owner,
