@@ -14,8 +14,8 @@
 //!   table's format, columns, B-trees and Citus placement (`layout`). It may use every other room.
 //! - `write`: what changes band tables: the sync trigger (`sync`), the duplicate trigger
 //!   (`flag`) with its claims (`claim`), a trigger firing resolved once (`firing`), band-table
-//!   writes (`band_table`), the sync pause test hook (`pause`), and the Rust that the PL/pgSQL
-//!   of index creation and maintenance calls (`plpgsql`). It may use `read`, `def` and `run`.
+//!   writes (`band_table`), the sync pause test hook (`pause`), and the internal SQL functions
+//!   that index creation and maintenance call (`internal`). It may use `read`, `def` and `run`.
 //! - `read`: what reads an index: `minhash_similar`, `minhash_matches` and `minhash_explain`
 //!   (`similar`), the lookup of one text (`lookup`), an index as lookups reach it (`access_plan`),
 //!   direct B-tree reads (`btree`), the sketch store (`sketch_store`), whole-table searches

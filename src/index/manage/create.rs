@@ -19,7 +19,7 @@ use crate::core::params::{
 use crate::index::def::catalog::check_indexable;
 use crate::index::def::text_source::_minhash_text_expression;
 use crate::index::run::spi::spi_failed;
-use crate::index::write::plpgsql::_minhash_link_band_table;
+use crate::index::write::internal::_minhash_link_band_table;
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{quote_ident_str, Regclass};
 

@@ -105,7 +105,7 @@ fn band_rows_and_total(schema: &str, band_table: pg_sys::Oid, with_rows: bool) -
 /// anything of the band table (a lookup's resolver, `Index::of_rows`, would hold a lock on
 /// both while they wait for theirs).
 struct CatalogRow {
-    /// The row as text, for the PL/pgSQL that takes a row (`$1::@extschema@.minhash_indexes`).
+    /// The row as text, for the SQL that takes a row (`$1::@extschema@.minhash_indexes`).
     text: String,
     tbl: pg_sys::Oid,
     band_table: pg_sys::Oid,

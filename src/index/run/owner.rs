@@ -163,7 +163,7 @@ fn _minhash_as_owner(tbl: Option<Regclass>, sql: Option<&str>) -> Option<JsonB> 
 
 /// Runs the statement `sql` as the owner of `tbl` (see the module documentation) and returns
 /// what `read` makes of its result. The caller must have the owner's privileges (42501), as
-/// for [`_minhash_as_owner`], which the PL/pgSQL of `src/index/sql/` calls for the same.
+/// for [`_minhash_as_owner`], which the SQL the event trigger runs calls for the same.
 pub(in crate::index) fn owner_statement<T>(
     tbl: pg_sys::Oid,
     sql: &str,

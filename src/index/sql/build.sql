@@ -51,7 +51,7 @@ $$;
 -- (a table or transition table; run as the table's owner) with the index's id and their band
 -- values (_minhash_band_values: NULL for a text that is not indexed). The texts go in batches
 -- of 10,000 rows to _minhash_band_values_batch, which signs them on the build's threads
--- (max_parallel_maintenance_workers, src/index/write/plpgsql.rs); ROWS FROM pairs each value
+-- (max_parallel_maintenance_workers, src/index/write/internal.rs); ROWS FROM pairs each value
 -- with its id (both arrays of a batch are aggregated from the same rows, in the same order).
 CREATE FUNCTION minhash_internal._minhash_band_values_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text
@@ -74,7 +74,7 @@ $$;
 
 -- The SELECT that yields (id, key, sketch1, sketch2) band rows for the rows of `source` (a table
 -- or transition table) with the index's id column and text (run as the table's owner). NULL and empty texts are not
--- indexed (see _minhash_band_values in src/index/write/plpgsql.rs). Of a table of this node, the
+-- indexed (see _minhash_band_values in src/index/write/internal.rs). Of a table of this node, the
 -- band values of each text come once from _minhash_band_values_sql.
 CREATE FUNCTION minhash_internal._minhash_band_rows_sql(cfg @extschema@.minhash_indexes, source text)
 RETURNS text

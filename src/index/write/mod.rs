@@ -2,8 +2,8 @@
 //! duplicate trigger `minhash_flag_duplicate` (`flag`) and the band rows it claims before it
 //! looks (`claim`), a firing of our triggers resolved once (`firing`), band-table writes
 //! (`band_table`), the bulk write of a new band table (`fill`), the test hook that pauses a
-//! sync between two writes (`pause`), and the Rust that the PL/pgSQL of index creation and
-//! maintenance calls (`plpgsql`). It may use `read` (the duplicate check looks a row up), `def`
+//! sync between two writes (`pause`), and the internal SQL functions that index creation and
+//! maintenance call (`internal`). It may use `read` (the duplicate check looks a row up), `def`
 //! and `run`.
 
 pub(super) mod band_table;
@@ -11,6 +11,6 @@ pub(super) mod claim;
 pub(super) mod fill;
 pub(super) mod firing;
 pub(super) mod flag;
+pub(super) mod internal;
 pub(super) mod pause;
-pub(super) mod plpgsql;
 pub(super) mod sync;

@@ -1,6 +1,6 @@
-//! Functions internal to the PL/pgSQL of `src/index/sql/` that need Rust: the band rows of a
-//! text, the checked thresholds, the dependency records of a new band table, and the table's
-//! sketch stores.
+//! Internal SQL functions that the SQL of `src/index/sql/` and the maintenance calls of
+//! `manage/` share: the band rows of a text, the checked thresholds, the dependency records of a
+//! new band table, and the table's sketch stores.
 
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
@@ -75,7 +75,7 @@ fn _minhash_band_rows(
     TableIterator::new(keys.into_iter().map(move |key| (key, s1, s2)))
 }
 
-/// Internal to the PL/pgSQL functions: a threshold argument (see [`check_threshold`]), or
+/// Internal to the index's SQL: a threshold argument (see [`check_threshold`]), or
 /// `fallback` if it is NULL.
 #[pg_extern(immutable, parallel_safe, schema = "minhash_internal")]
 fn _minhash_threshold(threshold: Option<f64>, fallback: Option<f64>) -> Option<f64> {
