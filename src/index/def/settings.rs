@@ -6,7 +6,9 @@ use pgrx::PgSqlErrorCode;
 use crate::core::params::{
     candidate_probability, check_k, check_threshold, float8_text, Banding, Shingling,
 };
-use crate::pg::error::OrRaise;
+use crate::pg::error::{raise, OrRaise};
+
+use crate::index::run::row::Row;
 
 /// The settings of an index that decide its band rows, checked: the signature length, the
 /// shingling and the banding (the catalog's `k`, `ngram`, `unit`, `bands` and `rows_per_band`).
@@ -34,6 +36,25 @@ impl IndexSettings {
             shingling,
             banding: Banding::new(k, bands, Some(rows_per_band)).or_raise(),
         }
+    }
+
+    /// The settings in a `minhash_internal.index_settings` row, checked as [`Self::checked`]
+    /// checks the catalog's columns (22004 for a NULL field).
+    pub(in crate::index) fn of_row(row: &Row) -> IndexSettings {
+        let (Some(k), Some(ngram), Some(unit), Some(bands), Some(rows_per_band)) = (
+            row.int(c"k"),
+            row.int(c"ngram"),
+            row.text(c"unit"),
+            row.int(c"bands"),
+            row.int(c"rows_per_band"),
+        ) else {
+            raise(
+                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                "index settings must not have NULL fields",
+                None,
+            )
+        };
+        IndexSettings::checked(k, ngram, &unit, bands, rows_per_band)
     }
 }
 

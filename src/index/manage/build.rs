@@ -169,10 +169,9 @@ fn _minhash_backfill(
         r#"SELECT pg_catalog.format(
            'SELECT pg_catalog.to_jsonb(pg_catalog.count(*) OPERATOR(pg_catalog.>) 0) FROM %s d
             WHERE d.%I IS NULL
-              AND minhash_internal._minhash_band_values((%s)::pg_catalog.text, %s, %s, %L, %s, %s)
-                  IS NOT NULL',
+              AND minhash_internal._minhash_band_values((%s)::pg_catalog.text, %s) IS NOT NULL',
            $2::pg_catalog.regclass, ($1).id_column, minhash_internal._minhash_text_sql($1, 'd', false),
-           ($1).k, ($1).ngram, ($1).unit, ($1).bands, ($1).rows_per_band)"#,
+           minhash_internal._minhash_settings_sql($1))"#,
         &cfg,
         vec![source.into()],
     );

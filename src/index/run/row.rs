@@ -1,6 +1,7 @@
 //! Rows crossing the SQL boundary of an internal function: a row argument (a catalog row,
-//! `@extschema@.minhash_indexes`) read by column name or handed on to SPI, and a row returned
-//! (a catalog row, or a record of OUT parameters).
+//! `@extschema@.minhash_indexes`, or an index's settings, `minhash_internal.index_settings`)
+//! read by column name or handed on to SPI, and a row returned (a catalog row, or a record of
+//! OUT parameters).
 
 use std::ffi::CStr;
 
@@ -73,6 +74,13 @@ impl Row {
         // SAFETY: an int4 datum.
         self.field(name)
             .and_then(|d| unsafe { i32::from_datum(d, false) })
+    }
+
+    /// Column `name`, of type `text`.
+    pub(in crate::index) fn text(&self, name: &CStr) -> Option<String> {
+        // SAFETY: a text datum.
+        self.field(name)
+            .and_then(|d| unsafe { String::from_datum(d, false) })
     }
 
     /// Column `name`, of type `name`.

@@ -47,6 +47,18 @@ AS $$
                 ELSE format('(%s)', cfg.text_expression) END
 $$;
 
+-- The settings of `cfg` that decide its band rows, as the constant the band-row SQL passes to
+-- the functions that sign its texts (a minhash_internal.index_settings literal: the same on the
+-- workers of a Citus table, which have no catalog rows).
+CREATE FUNCTION minhash_internal._minhash_settings_sql(cfg @extschema@.minhash_indexes)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('%L::minhash_internal.index_settings',
+                  ROW(cfg.k, cfg.ngram, cfg.unit, cfg.bands, cfg.rows_per_band)::minhash_internal.index_settings)
+$$;
+
 -- Of an index of a table of this node: a FROM item `s` of columns (id, v), the rows of `source`
 -- (a table or transition table; run as the table's owner) with the index's id and their band
 -- values (_minhash_band_values: NULL for a text that is not indexed). The texts go in batches
@@ -66,10 +78,10 @@ AS $$
                       FROM %4$s d) r
                 GROUP BY r.batch) b
           CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(b.ids),
-              minhash_internal._minhash_band_values_batch(b.docs, %5$s, %6$s, %7$L, %8$s, %9$s)) u(id, v)) s',
+              minhash_internal._minhash_band_values_batch(b.docs, %5$s)) u(id, v)) s',
         cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table),
-        minhash_internal._minhash_text_sql(cfg, 'd', false), source, cfg.k, cfg.ngram, cfg.unit,
-        cfg.bands, cfg.rows_per_band)
+        minhash_internal._minhash_text_sql(cfg, 'd', false), source,
+        minhash_internal._minhash_settings_sql(cfg))
 $$;
 
 -- The SELECT that yields (id, key, sketch1, sketch2) band rows for the rows of `source` (a table
@@ -85,11 +97,11 @@ AS $$
     -- values come from a function in FROM, once per text too)
     -- (of a table distributed by a tenant, the row's tenant too, last)
     SELECT CASE WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
-        'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2%10$s FROM %3$s d
-         CROSS JOIN LATERAL minhash_internal._minhash_band_rows(%4$s, %5$s, %6$s, %7$L, %8$s, %9$s) b',
+        'SELECT d.%1$I::%2$s AS id, b.key, b.sketch1, b.sketch2%6$s FROM %3$s d
+         CROSS JOIN LATERAL minhash_internal._minhash_band_rows(%4$s, %5$s) b',
         cfg.id_column, minhash_internal._minhash_band_id_type(cfg.band_table), source,
-        minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k, cfg.ngram, cfg.unit, cfg.bands,
-        cfg.rows_per_band,
+        minhash_internal._minhash_text_sql(cfg, 'd', false),
+        minhash_internal._minhash_settings_sql(cfg),
         coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)) || ' AS tenant', '')) ELSE format(
         'SELECT s.id, pg_catalog.unnest(s.v[1:%1$s]) AS key, s.v[%1$s + 1] AS sketch1,
                 s.v[%1$s + 2] AS sketch2
@@ -135,15 +147,15 @@ AS $$
     -- (of a Citus table, as _minhash_band_rows_sql: the band values from a function in FROM)
     SELECT CASE WHEN cfg.format = 1 THEN minhash_internal._minhash_band_rows_sql(cfg, source)
                 WHEN (minhash_internal._minhash_citus_table(cfg.tbl)).kind IS NOT NULL THEN format(
-        'SELECT d.%2$I::%10$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %9$s%11$s
-         FROM %8$s d
-         CROSS JOIN LATERAL minhash_internal._minhash_band_values(%3$s, %4$s, %5$s, %6$L, %1$s, %7$s) b(v)
+        'SELECT d.%2$I::%6$s AS id, b.v[%1$s + 1], b.v[%1$s + 2], %5$s%7$s
+         FROM %4$s d
+         CROSS JOIN LATERAL minhash_internal._minhash_band_values(%3$s, %8$s) b(v)
          WHERE b.v IS NOT NULL',
-        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), cfg.k,
-        cfg.ngram, cfg.unit, cfg.rows_per_band, source,
+        cfg.bands, cfg.id_column, minhash_internal._minhash_text_sql(cfg, 'd', false), source,
         (SELECT string_agg(format('b.v[%s]', i), ', ' ORDER BY i) FROM generate_series(1, cfg.bands) i),
         minhash_internal._minhash_band_id_type(cfg.band_table),
-        coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)), ''))
+        coalesce(', d.' || quote_ident(minhash_internal._minhash_tenant_column(cfg)), ''),
+        minhash_internal._minhash_settings_sql(cfg))
                 ELSE format(
         'SELECT s.id, s.v[%1$s + 1], s.v[%1$s + 2], %3$s
          FROM %2$s

@@ -56,6 +56,18 @@ COMMENT ON TABLE @extschema@.minhash_indexes IS 'one row per managed pg_minhash 
 COMMENT ON COLUMN @extschema@.minhash_indexes.format IS 'format of the band table: 1, a row per row and band; 2, a row per row (signatures of format minhash_format_version() in both)';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.minhash_indexes', '');
 
+-- The settings of an index that decide its band rows, as one value: what the functions that
+-- sign texts for an index take (src/index/def/settings.rs). The band-row SQL passes them as a
+-- constant (_minhash_settings_sql), which the workers of a Citus table, with no catalog rows,
+-- read as well.
+CREATE TYPE minhash_internal.index_settings AS (
+    k int,
+    ngram int,
+    unit text,
+    bands int,
+    rows_per_band int
+);
+
 -- Everyone may read the catalog (the triggers of a table read it as whoever writes the table);
 -- only a table's owner may add, change or remove its row. A row may name only a band table
 -- that belongs to the same owner: minhash_index_drop and the minhash_ddl_dropped event trigger

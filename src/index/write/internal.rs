@@ -15,26 +15,48 @@ use crate::index::def::extension::Extension;
 use crate::index::def::settings::IndexSettings;
 use crate::index::read::sketch_store::sync_stores;
 use crate::index::run::owner;
+use crate::index::run::row::Row;
 use crate::index::run::spi::spi_failed;
+
+/// The settings argument `n` of the call `fcinfo`, checked (see [`IndexSettings::of_row`]).
+///
+/// # Safety
+/// Argument `n` of the call is a `minhash_internal.index_settings`, not NULL (the functions
+/// that take one are STRICT).
+unsafe fn settings_argument(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> IndexSettings {
+    // SAFETY: per the contract, a composite argument.
+    let row = unsafe { Row::argument(fcinfo, n) }.expect("a STRICT function's argument");
+    IndexSettings::of_row(&row)
+}
 
 /// What the band table holds for one text (see [`band_entry`]): its `bands` band keys, then
 /// its band sketch as two int8; NULL if it is not indexed. One array rather than a set of rows:
 /// returning it costs less than returning rows one by one, and the band-row SQL unnests it.
 ///
-/// This and the two functions below take the index's settings as the catalog's five columns,
-/// which become one [`IndexSettings`] at once: the band-row SQL passes them as constants
-/// (`src/index/sql/build.sql`), and on Citus that SQL runs on the workers, which have no
-/// catalog rows to pass instead.
-#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
-fn _minhash_band_values(
-    doc: &str,
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
-) -> Option<Vec<i64>> {
-    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+/// This and the two functions below take the index's settings as one value, a
+/// `minhash_internal.index_settings`: the band-row SQL passes it as a constant
+/// (`_minhash_settings_sql` in src/index/sql/build.sql), and on Citus that SQL runs on the
+/// workers, which have no catalog rows to pass instead.
+#[pg_extern(
+    schema = "minhash_internal",
+    sql = r#"
+-- (src/index/write/internal.rs)
+CREATE FUNCTION minhash_internal._minhash_band_values(doc text, settings minhash_internal.index_settings)
+RETURNS bigint[]
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+"#,
+    requires = ["index_catalog"]
+)]
+fn _minhash_band_values(fcinfo: pg_sys::FunctionCallInfo) -> Option<Vec<i64>> {
+    // SAFETY: fcinfo is this call's: a text and the settings, neither NULL (STRICT).
+    let (doc, settings) = unsafe {
+        (
+            pgrx::fcinfo::pg_getarg::<&str>(fcinfo, 0).expect("a STRICT function's argument"),
+            settings_argument(fcinfo, 1),
+        )
+    };
     band_entry(doc, &settings).map(band_values)
 }
 
@@ -42,16 +64,29 @@ fn _minhash_band_values(
 /// indexed): the band-row SQL of a table of this node hands it its rows a batch at a time
 /// (`_minhash_band_values_sql` in src/index/sql/build.sql), and it signs them on the build's threads
 /// ([`band_values_batch`]).
-#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
+#[pg_extern(
+    schema = "minhash_internal",
+    sql = r#"
+-- (src/index/write/internal.rs)
+CREATE FUNCTION minhash_internal._minhash_band_values_batch(docs text[], settings minhash_internal.index_settings)
+RETURNS SETOF bigint[]
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+"#,
+    requires = ["index_catalog"]
+)]
 fn _minhash_band_values_batch(
-    docs: Array<'_, &str>,
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
+    fcinfo: pg_sys::FunctionCallInfo,
 ) -> SetOfIterator<'static, Option<Vec<i64>>> {
-    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+    // SAFETY: fcinfo is this call's: a text[] and the settings, neither NULL (STRICT).
+    let (docs, settings) = unsafe {
+        (
+            pgrx::fcinfo::pg_getarg::<Array<'_, &str>>(fcinfo, 0)
+                .expect("a STRICT function's argument"),
+            settings_argument(fcinfo, 1),
+        )
+    };
     // (read on this thread: the threads call no PostgreSQL function)
     let docs: Vec<Option<&str>> = docs.iter().collect();
     SetOfIterator::new(band_values_batch(&docs, &settings))
@@ -60,16 +95,28 @@ fn _minhash_band_values_batch(
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
 /// if it is not indexed. The band-row SQL of a Citus table calls it in `FROM`, where Citus
 /// runs it on the shards (see `_minhash_band_rows_sql` in src/index/sql/build.sql).
-#[pg_extern(immutable, strict, parallel_safe, schema = "minhash_internal")]
+#[pg_extern(
+    schema = "minhash_internal",
+    sql = r#"
+-- (src/index/write/internal.rs)
+CREATE FUNCTION minhash_internal._minhash_band_rows(doc text, settings minhash_internal.index_settings)
+RETURNS TABLE (key bigint, sketch1 bigint, sketch2 bigint)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+"#,
+    requires = ["index_catalog"]
+)]
 fn _minhash_band_rows(
-    doc: &str,
-    k: i32,
-    ngram: i32,
-    unit: &str,
-    bands: i32,
-    rows_per_band: i32,
+    fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
-    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+    // SAFETY: fcinfo is this call's: a text and the settings, neither NULL (STRICT).
+    let (doc, settings) = unsafe {
+        (
+            pgrx::fcinfo::pg_getarg::<&str>(fcinfo, 0).expect("a STRICT function's argument"),
+            settings_argument(fcinfo, 1),
+        )
+    };
     let (keys, sketch) = band_entry(doc, &settings).unwrap_or_default();
     let [s1, s2] = sketch.map(|w| w as i64);
     TableIterator::new(keys.into_iter().map(move |key| (key, s1, s2)))

@@ -85,18 +85,19 @@ BEGIN;
 SET LOCAL max_parallel_maintenance_workers = 2;
 SELECT count(*) AS texts,
        count(*) FILTER (WHERE b.v IS DISTINCT FROM
-           minhash_internal._minhash_band_values(d.body, 128, 5, 'char', 16, 6)) AS differing,
+           minhash_internal._minhash_band_values(d.body, '(128,5,char,16,6)')) AS differing,
        count(*) FILTER (WHERE b.v IS NULL) AS unindexed
 FROM (SELECT array_agg(body ORDER BY id) AS docs, array_agg(id ORDER BY id) AS ids
       FROM docs WHERE id <= 3000) a
 CROSS JOIN LATERAL ROWS FROM (unnest(a.ids),
-    minhash_internal._minhash_band_values_batch(a.docs, 128, 5, 'char', 16, 6)) b(id, v)
+    minhash_internal._minhash_band_values_batch(a.docs, '(128,5,char,16,6)')) b(id, v)
 JOIN docs d ON d.id = b.id;
 COMMIT;
 -- bad settings: the errors of the one-text function
-SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], 0, 5, 'char', 16, 6)$$);
-SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], 128, 5, 'word!', 16, 6)$$);
-SELECT count(*) AS empty_batch FROM minhash_internal._minhash_band_values_batch('{}', 128, 5, 'char', 16, 6);
+SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], '(0,5,char,16,6)')$$);
+SELECT try($$SELECT minhash_internal._minhash_band_values_batch(ARRAY['a'], '(128,5,word!,16,6)')$$);
+SELECT try($$SELECT minhash_internal._minhash_band_values(text 'a', '(128,,char,16,6)')$$);
+SELECT count(*) AS empty_batch FROM minhash_internal._minhash_band_values_batch('{}', '(128,5,char,16,6)');
 
 -- Format 2 of one band has four columns, as format 1 has: the bulk write writes each in its
 -- place, as a rebuild's INSERT does.

@@ -10,7 +10,7 @@ SELECT bands, rows_per_band, format FROM minhash_indexes WHERE tbl = 'bulk'::reg
 CREATE FUNCTION pg_temp.band_diff() RETURNS TABLE (missing bigint, extra bigint) LANGUAGE sql AS $$
     WITH want AS (
         SELECT s.id, s.v[17] AS sketch1, s.v[18] AS sketch2, s.v[1:16] AS keys
-        FROM (SELECT id, minhash_internal._minhash_band_values(body, 128, 5, 'char', 16, 6) AS v FROM bulk) s
+        FROM (SELECT id, minhash_internal._minhash_band_values(body, '(128,5,char,16,6)') AS v FROM bulk) s
         WHERE s.v IS NOT NULL),
     got AS (SELECT id, sketch1, sketch2,
                    ARRAY[key1, key2, key3, key4, key5, key6, key7, key8,
@@ -43,7 +43,7 @@ SELECT minhash_index_create('bulk1', 'id', 'body', format => 1) IS NOT NULL AS c
 CREATE FUNCTION pg_temp.band_diff1() RETURNS TABLE (missing bigint, extra bigint) LANGUAGE sql AS $$
     WITH want AS (
         SELECT s.id, unnest(s.v[1:16]) AS key, s.v[17] AS sketch1, s.v[18] AS sketch2
-        FROM (SELECT id, minhash_internal._minhash_band_values(body, 128, 5, 'char', 16, 6) AS v FROM bulk1) s
+        FROM (SELECT id, minhash_internal._minhash_band_values(body, '(128,5,char,16,6)') AS v FROM bulk1) s
         WHERE s.v IS NOT NULL),
     got AS (SELECT id, key, sketch1, sketch2 FROM bulk1_minhash_bands)
     SELECT (SELECT count(*) FROM (TABLE want EXCEPT ALL TABLE got) m),
