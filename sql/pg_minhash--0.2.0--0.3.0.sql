@@ -246,7 +246,7 @@ CREATE FUNCTION minhash_internal."_minhash_check_format"(
 	"format" INT,
 	"bands" INT
 ) RETURNS INT
-STABLE
+STABLE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_minhash_check_format_wrapper';

@@ -217,11 +217,12 @@ mod tests {
 
     /// Rust functions are IMMUTABLE, PARALLEL SAFE and (but lsh_bands, minhash_similar,
     /// minhash_matches, _minhash_threshold, _minhash_as_owner and the whole-table searches,
-    /// whose NULL arguments mean something, and the maintenance functions of an index, which
-    /// refuse a NULL table with 22004 as their PL/pgSQL did) STRICT,
-    /// except those that read a table (STABLE), those that write one or keep an index
-    /// (VOLATILE, PARALLEL UNSAFE), those that read a sketch store's pages as they are, outside any snapshot, or
-    /// time themselves (VOLATILE), and the trigger, event trigger and access method handler
+    /// whose NULL arguments mean something, and the maintenance functions of an index and the
+    /// internal ones they share, which refuse a NULL argument with 22004 as their PL/pgSQL did)
+    /// STRICT, except those that read a table or a setting (STABLE), those that write one or
+    /// keep an index (VOLATILE, PARALLEL UNSAFE), those that read a sketch store's pages as
+    /// they are, outside any snapshot, or time themselves (VOLATILE), and the trigger, event
+    /// trigger and access method handler
     /// functions; the managed-index functions that only read as the caller are STABLE, and none
     /// is SECURITY DEFINER.
     #[pg_test]
@@ -234,12 +235,14 @@ mod tests {
              'minhash_matches', '_minhash_lookup_sql', '_minhash_direct_reads',
              '_minhash_search_keyed_pairs', '_minhash_search_keyed_clusters',
              '_minhash_text_expression', '_minhash_row_text', '_minhash_row_text_sql',
-             '_minhash_check_indexable'";
+             '_minhash_check_indexable', '_minhash_index', '_minhash_citus_table',
+             '_minhash_citus_worker', '_minhash_check_format'";
         let table_writers =
             "'_minhash_as_owner', '_minhash_link_band_table', '_minhash_sync_stores',
              '_minhash_band_fill', 'minhash_index_create', 'minhash_index_check', 'minhash_index_stats',
              'minhash_index_rebuild', 'minhash_index_drop', '_minhash_drop_objects',
-             '_minhash_relink'";
+             '_minhash_relink', '_minhash_backfill', '_minhash_sync_triggers',
+             '_minhash_band_reshape', '_minhash_band_indexes', '_minhash_citus_distribute'";
         // (progress: volatile, its counter kept by the one backend that reads)
         let counters = "'_minhash_progress'";
         // (a lookup that reports its own timing, as EXPLAIN ANALYZE does, and a sketch store's
@@ -264,7 +267,10 @@ mod tests {
                          '_minhash_search_clusters', '_minhash_search_keyed_pairs',
                          '_minhash_search_keyed_clusters', '_minhash_row_text',
                          'minhash_index_check', 'minhash_index_stats', 'minhash_index_rebuild',
-                         'minhash_index_drop', '_minhash_drop_objects', '_minhash_relink')))"
+                         'minhash_index_drop', '_minhash_drop_objects', '_minhash_relink',
+                         '_minhash_index', '_minhash_citus_table', '_minhash_check_format',
+                         '_minhash_backfill', '_minhash_sync_triggers', '_minhash_band_reshape',
+                         '_minhash_band_indexes', '_minhash_citus_distribute')))"
         ));
         assert_eq!(wrong_c, Some(vec![]));
         let readers = one::<Vec<String>>(&format!(

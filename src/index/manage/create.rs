@@ -13,12 +13,12 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiTupleTable;
 use pgrx::PgSqlErrorCode;
 
+use super::{extension_schema, first_row, query, regclass_text, run, run_printed, statement};
 use crate::core::params::{
     check_k, check_threshold, float8_text, lsh_params, Banding, Shingling, DEFAULT_MIN_RECALL,
 };
 use crate::index::def::catalog::check_indexable;
 use crate::index::def::text_source::_minhash_text_expression;
-use crate::index::run::spi::spi_failed;
 use crate::index::write::internal::_minhash_link_band_table;
 use crate::pg::error::{raise, OrRaise};
 use crate::pg::names::{quote_ident_str, Regclass};
@@ -46,7 +46,7 @@ AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 fn minhash_index_create(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
     // SAFETY: fcinfo is this call's, of the eleven arguments of the signature above.
     let request = unsafe { Request::from_call(fcinfo) };
-    request.create(&super::extension_schema(fcinfo))
+    request.create(&extension_schema(fcinfo))
 }
 
 /// The arguments of one call, the index settings checked and completed as the call goes.
@@ -162,7 +162,7 @@ impl Request {
         // on the transaction has written, and each statement below reads under a new snapshot,
         // as the PL/pgSQL function's did: an index that a concurrent call committed while this
         // one waited for the lock is seen.)
-        execute(
+        run_printed(
             "SELECT pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', $1::pg_catalog.regclass)",
             &[tbl.into()],
         );
@@ -172,7 +172,7 @@ impl Request {
         // Format 1: one row per row and band, one B-tree; format 2: one row per row, its band
         // keys side by side, each band's keys in a B-tree of their own (docs/contract.md).
         let bands = self.bands.expect("chosen by check_settings");
-        let band_format = value::<i32>(
+        let band_format = statement::<i32>(
             "SELECT minhash_internal._minhash_check_format($1, $2)",
             &[self.format.into(), bands.into()],
         )
@@ -186,7 +186,7 @@ impl Request {
             bands,
             tenant_type,
         );
-        execute(
+        run_printed(
             "SELECT pg_catalog.format('COMMENT ON TABLE %s IS %L', $1::pg_catalog.regclass,
                     pg_catalog.format('pg_minhash band keys of %s; maintained by triggers',
                                       $2::pg_catalog.regclass))",
@@ -236,14 +236,14 @@ impl Request {
             // Rows a data-only restore copies into the band table after the sync triggers
             // indexed the table are dropped (src/index/def/restore.rs). (Citus has its own way
             // of moving tables and no triggers on band tables.)
-            execute(
+            run_printed(
                 "SELECT pg_catalog.format('CREATE TRIGGER minhash_bands_load BEFORE INSERT ON %s
                         FOR EACH ROW EXECUTE FUNCTION minhash_internal._minhash_band_load()',
                         $1::pg_catalog.regclass)",
                 &[band.into()],
             );
             // (Citus analyzes the shards of a Citus table on the workers, by their autovacuum)
-            execute(
+            run_printed(
                 "SELECT pg_catalog.format('ANALYZE %s', $1::pg_catalog.regclass)",
                 &[band.into()],
             );
@@ -334,7 +334,7 @@ impl Request {
                 WHERE x.indrelid OPERATOR(pg_catalog.=) $1 AND x.indisunique AND x.indimmediate
                   AND x.indpred IS NULL AND x.indexprs IS NULL AND ";
         if let Some(dist_column) = citus.tenant_column(id_column) {
-            let unique = value::<bool>(
+            let unique = statement::<bool>(
                 &format!(
                     "{unique_key} x.indnkeyatts OPERATOR(pg_catalog.=) 2
                   AND (x.indkey::pg_catalog.int2[])[0:1] OPERATOR(pg_catalog.@>) ARRAY[$2,
@@ -362,7 +362,7 @@ impl Request {
             }
         } else {
             let partitioned = rel.is_some_and(|rel| rel.kind == 'p');
-            let unique = value::<bool>(
+            let unique = statement::<bool>(
                 &format!(
                     "{unique_key} CASE WHEN $3
                        THEN $2 OPERATOR(pg_catalog.=) ANY ((x.indkey::pg_catalog.int2[])
@@ -394,7 +394,7 @@ impl Request {
         // (ids are bigint or bytes in Rust, compared byte for byte; a collation that calls
         // different strings equal would let two rows' ids differ only in bytes)
         if collation != pg_sys::InvalidOid
-            && value::<bool>(
+            && statement::<bool>(
                 "SELECT EXISTS (SELECT FROM pg_catalog.pg_collation c
                  WHERE c.oid OPERATOR(pg_catalog.=) $1 AND NOT c.collisdeterministic)",
                 &[collation.into()],
@@ -423,7 +423,7 @@ impl Request {
             );
         }
         if collation != pg_sys::InvalidOid && collation != pg_sys::DEFAULT_COLLATION_OID {
-            let collation = value::<String>(
+            let collation = statement::<String>(
                 "SELECT $1::pg_catalog.regcollation::pg_catalog.text",
                 &[collation.into()],
             )
@@ -438,7 +438,7 @@ impl Request {
     /// type, as the band table's tenant column repeats it (docs/citus.md).
     fn tenant_type(&self, citus: &Citus) -> Option<String> {
         let dist_column = citus.tenant_column(&self.id_column)?;
-        value::<String>(
+        statement::<String>(
             &format!(
                 "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
                         OPERATOR(pg_catalog.||) CASE WHEN a.attcollation OPERATOR(pg_catalog.<>) 0
@@ -478,7 +478,7 @@ impl Request {
             no_column(column, tbl)
         };
         if typid != pg_sys::TEXTOID && typid != pg_sys::VARCHAROID {
-            let hint = value::<String>(
+            let hint = statement::<String>(
                 "SELECT pg_catalog.format('Index an expression instead: text_expression => %L.',
                                           pg_catalog.format('%I::text', $1))",
                 &[column.to_string().into()],
@@ -546,7 +546,7 @@ impl Request {
     /// Raises 42710 if the table has an index of the same text with the same settings (it
     /// would only cost writes).
     fn refuse_duplicate(&self, schema: &str) {
-        let same = value::<bool>(
+        let same = statement::<bool>(
             &format!(
                 "SELECT EXISTS (SELECT FROM {schema}.minhash_indexes i
                  WHERE i.tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass
@@ -683,7 +683,7 @@ impl Relation {
         }
         // (one band table, of the root's persistence, serves the whole tree: a crash must
         // empty both or neither)
-        let mixed = value::<bool>(
+        let mixed = statement::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_partition_tree($1::pg_catalog.regclass) p
                             JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.relid
                             WHERE c.relpersistence OPERATOR(pg_catalog.<>) $2::pg_catalog.\"char\")",
@@ -718,7 +718,7 @@ impl Relation {
         // (a query of a parent reads its children's rows, which the triggers of the parent
         // never see)
         if self.kind == 'r'
-            && value::<bool>(
+            && statement::<bool>(
                 "SELECT EXISTS (SELECT FROM pg_catalog.pg_inherits h
                                 WHERE h.inhrelid OPERATOR(pg_catalog.=) $1
                                    OR h.inhparent OPERATOR(pg_catalog.=) $1)",
@@ -781,7 +781,7 @@ fn free_band_name(rel: &Relation) -> String {
 
 /// Whether `schema.name` names a relation.
 fn relation_exists(schema: &str, name: &str) -> bool {
-    value::<bool>(
+    statement::<bool>(
         "SELECT pg_catalog.to_regclass(pg_catalog.format('%I.%I', $1, $2)) IS NOT NULL",
         &[schema.to_string().into(), name.to_string().into()],
     ) == Some(true)
@@ -802,7 +802,7 @@ fn create_band_table(
     bands: i32,
     tenant_type: Option<String>,
 ) -> pg_sys::Oid {
-    let columns = value::<String>(
+    let columns = statement::<String>(
         "SELECT pg_catalog.string_agg(pg_catalog.format('%I bigint NOT NULL', u.col), ', ' ORDER BY u.pos)
          FROM pg_catalog.unnest(minhash_internal._minhash_band_value_columns($1, $2))
               WITH ORDINALITY AS u(col, pos)",
@@ -823,7 +823,7 @@ fn create_band_table(
         ),
         &[],
     );
-    value::<pg_sys::Oid>(
+    statement::<pg_sys::Oid>(
         "SELECT pg_catalog.format('%I.%I', $1, $2)::pg_catalog.regclass::pg_catalog.oid",
         &[rel.schema.clone().into(), band_name.to_string().into()],
     )
@@ -834,14 +834,13 @@ fn create_band_table(
 /// another member of the owning role), like the table's own indexes, and is private to that
 /// role: default privileges may have granted something on it.
 fn make_private(band: pg_sys::Oid, owner: pg_sys::Oid) {
-    execute(
+    run_printed(
         "SELECT pg_catalog.format('ALTER TABLE %s OWNER TO %I', $1::pg_catalog.regclass,
                                   pg_catalog.pg_get_userbyid($2))",
         &[band.into(), owner.into()],
     );
-    let revokes = Spi::connect(|client| {
-        let table = client.select(
-            "SELECT pg_catalog.format('REVOKE ALL ON %s FROM %s', $1::pg_catalog.regclass, g.grantee)
+    let revokes = query(
+        "SELECT pg_catalog.format('REVOKE ALL ON %s FROM %s', $1::pg_catalog.regclass, g.grantee)
              FROM (SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
                                         ELSE pg_catalog.quote_ident(r.rolname) END AS grantee
                    FROM pg_catalog.pg_class c
@@ -849,12 +848,9 @@ fn make_private(band: pg_sys::Oid, owner: pg_sys::Oid) {
                    LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
                    WHERE c.oid OPERATOR(pg_catalog.=) $1
                      AND a.grantee OPERATOR(pg_catalog.<>) $2) g",
-            None,
-            &[band.into(), owner.into()],
-        )?;
-        strings(table)
-    })
-    .unwrap_or_else(|e| spi_failed(e));
+        &[band.into(), owner.into()],
+        strings,
+    );
     for revoke in revokes {
         run(&revoke, &[]);
     }
@@ -872,18 +868,9 @@ fn no_column(column: &str, tbl: pg_sys::Oid) -> ! {
     )
 }
 
-/// `rel` as `regclass` prints it under this function's search path.
-fn regclass_text(rel: pg_sys::Oid) -> String {
-    value::<String>(
-        "SELECT $1::pg_catalog.regclass::pg_catalog.text",
-        &[rel.into()],
-    )
-    .expect("an OID prints")
-}
-
 /// Type `typid` as `regtype` prints it under this function's search path.
 fn type_text(typid: pg_sys::Oid) -> String {
-    value::<String>(
+    statement::<String>(
         "SELECT $1::pg_catalog.regtype::pg_catalog.text",
         &[typid.into()],
     )
@@ -894,39 +881,6 @@ fn type_text(typid: pg_sys::Oid) -> String {
 const COLUMN_NAMED: &str = "FROM pg_catalog.pg_attribute a
     WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2::pg_catalog.name
       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped";
-
-/// What `read` reads of the first row of the query `sql`, if it returns one.
-fn first_row<T>(
-    sql: &str,
-    args: &[DatumWithOid<'_>],
-    read: impl FnOnce(&SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
-) -> Option<T> {
-    Spi::connect(|client| {
-        let table = client.select(sql, Some(1), args)?;
-        if table.is_empty() {
-            return Ok(None);
-        }
-        read(&table.first()).map(Some)
-    })
-    .unwrap_or_else(|e| spi_failed(e))
-}
-
-/// The first column of the first row of the query `sql`: None if it returns no row or NULL.
-fn value<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid<'_>]) -> Option<T> {
-    first_row(sql, args, |row| row.get::<T>(1)).flatten()
-}
-
-/// Runs the statement `sql`.
-fn run(sql: &str, args: &[DatumWithOid<'_>]) {
-    Spi::connect_mut(|client| client.update(sql, None, args).map(|_| ()))
-        .unwrap_or_else(|e| spi_failed(e));
-}
-
-/// Runs the statement that the query `sql` prints.
-fn execute(sql: &str, args: &[DatumWithOid<'_>]) {
-    let statement = value::<String>(sql, args).expect("a statement");
-    run(&statement, &[]);
-}
 
 /// The first column of each row of `table`, as text.
 fn strings(table: SpiTupleTable<'_>) -> pgrx::spi::Result<Vec<String>> {

@@ -30,7 +30,6 @@
 
 use std::ffi::CStr;
 
-use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
@@ -38,7 +37,7 @@ use pgrx::{PgLogLevel, PgSqlErrorCode};
 use crate::pg::error::{notice, raise, raise_detailed};
 use crate::pg::names::quote_literal;
 
-use super::{extension_schema, query, statement};
+use super::{extension_schema, query, regclass_text, run, statement, CatalogRow};
 use crate::index::def::restore::relink;
 use crate::index::run::subxact::{catching, others};
 
@@ -187,55 +186,6 @@ fn dropped_tables_sql() -> String {
     )
 }
 
-/// A catalog row, as the event trigger reads it.
-struct Row {
-    /// The row as text, for the SQL that takes a row (`$1::@extschema@.minhash_indexes`).
-    text: String,
-    tbl: pg_sys::Oid,
-    band_table: pg_sys::Oid,
-    id_column: String,
-    text_column: Option<String>,
-    text_expression: Option<String>,
-}
-
-/// The catalog rows `i` of `schema` that satisfy `condition`.
-fn catalog_rows(schema: &str, condition: &str) -> Vec<Row> {
-    let sql = format!(
-        "SELECT i::pg_catalog.text, i.tbl::pg_catalog.oid, i.band_table::pg_catalog.oid,
-                i.id_column::pg_catalog.text, i.text_column::pg_catalog.text, i.text_expression
-         FROM {schema}.minhash_indexes i WHERE {condition}"
-    );
-    query(&sql, &[], |table| {
-        table
-            .map(|row| {
-                Ok(Row {
-                    text: row.get::<String>(1)?.expect("a row"),
-                    tbl: row.get::<pg_sys::Oid>(2)?.expect("NOT NULL column"),
-                    band_table: row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
-                    id_column: row.get::<String>(4)?.expect("NOT NULL column"),
-                    text_column: row.get::<String>(5)?,
-                    text_expression: row.get::<String>(6)?,
-                })
-            })
-            .collect()
-    })
-}
-
-/// Runs `sql` with `args` through SPI as the caller, for its effect.
-fn run(sql: &str, args: &[DatumWithOid<'_>]) {
-    query(sql, args, |_| Ok(()));
-}
-
-/// How relation `rel` prints as a regclass now (under the function's search path, as the
-/// PL/pgSQL printed it; the OID for a dropped one).
-fn regclass_text(rel: pg_sys::Oid) -> String {
-    statement::<String>(
-        "SELECT $1::pg_catalog.regclass::pg_catalog.text",
-        &[rel.into()],
-    )
-    .expect("a regclass prints")
-}
-
 /// A WARNING with a hint (SQLSTATE 01000, as PL/pgSQL's `RAISE WARNING`).
 fn warning(message: String, hint: String) {
     ErrorReport::new(PgSqlErrorCode::ERRCODE_WARNING, message, "pg_minhash")
@@ -282,7 +232,7 @@ fn altered(schema: &str) {
         );
     }
     // (CREATE TABLE ... PARTITION OF names the partition, ATTACH and DETACH its parent)
-    for cfg in catalog_rows(
+    for cfg in CatalogRow::matching(
         schema,
         "i.partitions IS NOT NULL
          AND i.tbl OPERATOR(pg_catalog.=) ANY (
@@ -292,7 +242,7 @@ fn altered(schema: &str) {
     ) {
         tree_changed(schema, &cfg.text, None);
     }
-    for cfg in catalog_rows(
+    for cfg in CatalogRow::matching(
         schema,
         &format!("i.tbl OPERATOR(pg_catalog.=) ANY ({COMMAND_RELATIONS})"),
     ) {
@@ -461,7 +411,7 @@ fn altered(schema: &str) {
 /// Refuses (2BP01) an ALTER TABLE that took away the id column of the index `cfg` or changed
 /// its type, or did so to its text column (which must stay text or varchar, not virtual
 /// generated).
-fn check_columns(cfg: &Row) {
+fn check_columns(cfg: &CatalogRow) {
     // (the band table's id type: of a bigint one, any integer id column fits)
     let (band_id, band_id_name) = query(
         "SELECT a.atttypid, pg_catalog.format_type(a.atttypid, NULL)
@@ -535,7 +485,7 @@ fn dropped(schema: &str) {
     // table goes only with its index or its table: Citus's table conversions
     // (alter_distributed_table(), undistribute_table()) of a band table alone would leave
     // its shard triggers naming a table that is gone.
-    for cfg in catalog_rows(
+    for cfg in CatalogRow::matching(
         schema,
         &format!(
             "i.band_table OPERATOR(pg_catalog.=) ANY ({DROPPED_RELATIONS})
@@ -605,7 +555,7 @@ fn dropped(schema: &str) {
             &[cfg.band_table.into()],
         );
     }
-    for cfg in catalog_rows(
+    for cfg in CatalogRow::matching(
         schema,
         &format!("i.tbl OPERATOR(pg_catalog.=) ANY ({DROPPED_RELATIONS})"),
     ) {
@@ -658,7 +608,7 @@ fn dropped(schema: &str) {
     }
     // (the catalog's partition list is input, and may name any table: what it leads to here is
     // its own index's cleanup, which never fails anyone's DROP)
-    for cfg in catalog_rows(
+    for cfg in CatalogRow::matching(
         schema,
         &format!(
             "i.partitions::pg_catalog.oid[] OPERATOR(pg_catalog.&&) ARRAY({DROPPED_RELATIONS})

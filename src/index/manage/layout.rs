@@ -13,7 +13,7 @@ use pgrx::PgSqlErrorCode;
 use crate::pg::error::raise;
 use crate::pg::names::{quote_ident_str, Regclass};
 
-use super::{query, regclass_or_empty, regclass_text, statement};
+use super::{query, regclass_or_empty, regclass_text, run, statement};
 use crate::index::def::citus::CitusTable;
 use crate::index::run::row::{first_row, Row, RowDatum};
 use crate::index::run::spi::for_each_spi_row;
@@ -21,7 +21,7 @@ use crate::index::run::spi::for_each_spi_row;
 /// The band table format `format` (1 or 2; NULL: the setting `pg_minhash.default_format`, 1 if
 /// unset, and 1 beyond 64 bands) for an index of `bands` bands: 22023 for another value (of the
 /// argument or the setting), 0A000 for format 2 beyond 64 bands (a B-tree per band).
-#[pg_extern(stable, schema = "minhash_internal")]
+#[pg_extern(stable, parallel_safe, schema = "minhash_internal")]
 #[search_path(pg_catalog, pg_temp)]
 fn _minhash_check_format(format: Option<i32>, bands: Option<i32>) -> Option<i32> {
     let setting = default_format_setting();
@@ -114,7 +114,7 @@ fn _minhash_band_reshape(fcinfo: pg_sys::FunctionCallInfo) -> RowDatum {
         },
     );
     for index in indexes {
-        execute(&format!("DROP INDEX {}", regclass_text(index)));
+        run(&format!("DROP INDEX {}", regclass_text(index)), &[]);
     }
     // (NULL as format prints it, nothing, where the band table has no such columns)
     let alter: String = statement(
@@ -132,7 +132,7 @@ fn _minhash_band_reshape(fcinfo: pg_sys::FunctionCallInfo) -> RowDatum {
         &[band_table.into(), target.into(), bands.into()],
     )
     .expect("format() of a non-NULL format string");
-    execute(&alter);
+    run(&alter, &[]);
     let schema = super::extension_schema(fcinfo);
     statement::<bool>(
         &format!(
@@ -149,11 +149,6 @@ fn _minhash_band_reshape(fcinfo: pg_sys::FunctionCallInfo) -> RowDatum {
     .expect("a row");
     band_indexes(reshaped);
     reshaped.returned()
-}
-
-/// Runs the statement `sql` as the caller.
-fn execute(sql: &str) {
-    statement::<bool>(sql, &[]);
 }
 
 /// Creates the B-trees of the band table of `cfg` (PostgreSQL builds them as the band table's
@@ -203,19 +198,28 @@ fn band_indexes(cfg: Row) {
     let band_table = cfg.oid(c"band_table");
     let band = regclass_or_empty(band_table);
     if cfg.int(c"format") == Some(1) {
-        execute(&format!(
-            "CREATE {unique} INDEX ON {band} (key, id{tenant}) INCLUDE (sketch1, sketch2)"
-        ));
+        run(
+            &format!(
+                "CREATE {unique} INDEX ON {band} (key, id{tenant}) INCLUDE (sketch1, sketch2)"
+            ),
+            &[],
+        );
     } else {
-        execute(&format!("CREATE {unique} INDEX ON {band} (id{tenant})"));
+        run(
+            &format!("CREATE {unique} INDEX ON {band} (id{tenant})"),
+            &[],
+        );
         let Some(bands) = cfg.int(c"bands") else {
             null_loop_bound()
         };
         for i in 1..=bands {
-            execute(&format!(
-                "CREATE INDEX ON {band} ({})",
-                quote_ident_str(&format!("key{i}"))
-            ));
+            run(
+                &format!(
+                    "CREATE INDEX ON {band} ({})",
+                    quote_ident_str(&format!("key{i}"))
+                ),
+                &[],
+            );
         }
     }
     if citus {
@@ -227,9 +231,9 @@ fn band_indexes(cfg: Row) {
             &[oid_arg(band_table)],
         )
         .expect("format() of a non-NULL format string");
-        execute(&unique_index);
+        run(&unique_index, &[]);
     } else {
-        execute(&format!("ALTER TABLE {band} REPLICA IDENTITY FULL"));
+        run(&format!("ALTER TABLE {band} REPLICA IDENTITY FULL"), &[]);
     }
 }
 

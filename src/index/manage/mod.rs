@@ -22,6 +22,7 @@ pub(super) mod stats;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
+use pgrx::spi::SpiTupleTable;
 use pgrx::PgSqlErrorCode;
 
 use crate::pg::error::raise;
@@ -72,6 +73,31 @@ fn statement<T: FromDatum + IntoDatum>(sql: &str, args: &[DatumWithOid<'_>]) -> 
     query(sql, args, first_value::<T>)
 }
 
+/// [`query`] for what `read` reads of the first row, None if there is none.
+fn first_row<T>(
+    sql: &str,
+    args: &[DatumWithOid<'_>],
+    read: impl FnOnce(&SpiTupleTable<'_>) -> pgrx::spi::Result<T>,
+) -> Option<T> {
+    query(sql, args, |table| {
+        if table.is_empty() {
+            return Ok(None);
+        }
+        read(&table.first()).map(Some)
+    })
+}
+
+/// [`query`] for the statement's effect.
+fn run(sql: &str, args: &[DatumWithOid<'_>]) {
+    query(sql, args, |_| Ok(()));
+}
+
+/// Runs the statement that the query `sql` prints (a `format()` of qualified names).
+fn run_printed(sql: &str, args: &[DatumWithOid<'_>]) {
+    let printed = statement::<String>(sql, args).expect("a statement");
+    run(&printed, &[]);
+}
+
 /// The band rows of the index with band table `band_table` as a FROM item of columns (id,
 /// key, sketch1, sketch2[, tenant]) whatever its format (`_minhash_band_rows_of`), and about
 /// how many band rows (and, `with_rows`, rows of the table) there are, from what the band table
@@ -109,30 +135,63 @@ struct CatalogRow {
     text: String,
     tbl: pg_sys::Oid,
     band_table: pg_sys::Oid,
+    id_column: String,
+    text_column: Option<String>,
+    text_expression: Option<String>,
     format: Option<i32>,
     bands: Option<i32>,
 }
 
+/// The columns of a [`CatalogRow`], of a catalog row `i`.
+const CATALOG_ROW_COLUMNS: &str = "i::pg_catalog.text, i.tbl::pg_catalog.oid,
+    i.band_table::pg_catalog.oid, i.id_column::pg_catalog.text, i.text_column::pg_catalog.text,
+    i.text_expression, i.format, i.bands";
+
 impl CatalogRow {
     fn of(tbl: Option<Regclass>) -> CatalogRow {
-        let sql = "SELECT c::pg_catalog.text, c.tbl::pg_catalog.oid, c.band_table::pg_catalog.oid,
-                          c.format, c.bands
-                   FROM minhash_internal._minhash_index($1::pg_catalog.regclass) c";
         let arg = match tbl {
             Some(Regclass(tbl)) => DatumWithOid::from(tbl),
             None => DatumWithOid::null::<pg_sys::Oid>(),
         };
-        Spi::connect_mut(|client| {
-            let row = client.update(sql, None, &[arg])?.first();
-            Ok(CatalogRow {
-                text: row.get::<String>(1)?.expect("a row"),
-                tbl: row.get::<pg_sys::Oid>(2)?.expect("NOT NULL column"),
-                band_table: row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
-                format: row.get::<i32>(4)?,
-                bands: row.get::<i32>(5)?,
-            })
+        CatalogRow::read(
+            &format!(
+                "SELECT {CATALOG_ROW_COLUMNS}
+                 FROM minhash_internal._minhash_index($1::pg_catalog.regclass) i"
+            ),
+            &[arg],
+        )
+        .pop()
+        .expect("_minhash_index returns a row or raises")
+    }
+
+    /// The catalog rows `i` of the extension's schema `schema` that satisfy `condition`.
+    fn matching(schema: &str, condition: &str) -> Vec<CatalogRow> {
+        CatalogRow::read(
+            &format!(
+                "SELECT {CATALOG_ROW_COLUMNS} FROM {schema}.minhash_indexes i WHERE {condition}"
+            ),
+            &[],
+        )
+    }
+
+    /// The rows of `sql`, a query of [`CATALOG_ROW_COLUMNS`].
+    fn read(sql: &str, args: &[DatumWithOid<'_>]) -> Vec<CatalogRow> {
+        query(sql, args, |table| {
+            table
+                .map(|row| {
+                    Ok(CatalogRow {
+                        text: row.get::<String>(1)?.expect("a row"),
+                        tbl: row.get::<pg_sys::Oid>(2)?.expect("NOT NULL column"),
+                        band_table: row.get::<pg_sys::Oid>(3)?.expect("NOT NULL column"),
+                        id_column: row.get::<String>(4)?.expect("NOT NULL column"),
+                        text_column: row.get::<String>(5)?,
+                        text_expression: row.get::<String>(6)?,
+                        format: row.get::<i32>(7)?,
+                        bands: row.get::<i32>(8)?,
+                    })
+                })
+                .collect()
         })
-        .unwrap_or_else(|e| spi_failed(e))
     }
 }
 
@@ -145,8 +204,9 @@ fn lock_table(tbl: pg_sys::Oid, mode: &str) {
     statement::<bool>(&sql, &[]);
 }
 
-/// `rel` as `regclass` prints it under the current search path (qualified unless visible), as
-/// the PL/pgSQL these functions replaced formatted a regclass with `%s` and `%`.
+/// `rel` as `regclass` prints it under the current search path (qualified unless visible; the
+/// OID of a dropped one), as the PL/pgSQL these functions replaced formatted a regclass with
+/// `%s` and `%`.
 fn regclass_text(rel: pg_sys::Oid) -> String {
     // SAFETY: regclassout takes any OID (a number for one of no relation) and returns a
     // palloc'd C string.
