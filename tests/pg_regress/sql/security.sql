@@ -103,6 +103,13 @@ WHERE p.pronamespace = 'minhash_internal'::regnamespace
                     '_minhash_catalog_loaded', '_minhash_catalog_insert')
 ORDER BY 1;
 
+-- No function of the extension is PL/pgSQL, or of any language but C (Rust) and SQL.
+SELECT coalesce(array_agg(p.oid::regprocedure::text), '{}') AS procedural
+FROM pg_proc p
+JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_minhash'
+WHERE p.prolang NOT IN (SELECT oid FROM pg_language WHERE lanname IN ('c', 'sql'));
+
 -- The band tables are private: no privileges but their owner's.
 SELECT c.relname, pg_get_userbyid(c.relowner) AS owner,
        c.relacl IS NULL OR c.relacl = acldefault('r', c.relowner) AS private
