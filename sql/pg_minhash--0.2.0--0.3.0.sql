@@ -115,12 +115,12 @@ CREATE FUNCTION minhash_internal._minhash_band_values(doc text, settings minhash
 RETURNS bigint[]
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', '_minhash_band_values_wrapper';
+AS 'MODULE_PATHNAME', '_minhash_text_band_values_wrapper';
 CREATE FUNCTION minhash_internal._minhash_band_rows(doc text, settings minhash_internal.index_settings)
 RETURNS TABLE (key bigint, sketch1 bigint, sketch2 bigint)
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', '_minhash_band_rows_wrapper';
+AS 'MODULE_PATHNAME', '_minhash_text_band_rows_wrapper';
 CREATE FUNCTION minhash_internal._minhash_band_values_batch(docs text[], settings minhash_internal.index_settings)
 RETURNS SETOF bigint[]
 IMMUTABLE STRICT PARALLEL SAFE

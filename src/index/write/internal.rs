@@ -36,7 +36,9 @@ unsafe fn settings_argument(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Index
 /// This and the two functions below take the index's settings as one value, a
 /// `minhash_internal.index_settings`: the band-row SQL passes it as a constant
 /// (`_minhash_settings_sql` in src/index/sql/build.sql), and on Citus that SQL runs on the
-/// workers, which have no catalog rows to pass instead.
+/// workers, which have no catalog rows to pass instead. (Its library entry point is named
+/// for the Rust function, `_minhash_text_band_values_wrapper`: the one of the SQL function's
+/// name keeps the five-argument form of release 0.2.0, see [`_minhash_band_values`].)
 #[pg_extern(
     schema = "minhash_internal",
     sql = r#"
@@ -49,7 +51,7 @@ AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 "#,
     requires = ["index_catalog"]
 )]
-fn _minhash_band_values(fcinfo: pg_sys::FunctionCallInfo) -> Option<Vec<i64>> {
+fn _minhash_text_band_values(fcinfo: pg_sys::FunctionCallInfo) -> Option<Vec<i64>> {
     // SAFETY: fcinfo is this call's: a text and the settings, neither NULL (STRICT).
     let (doc, settings) = unsafe {
         (
@@ -94,7 +96,8 @@ fn _minhash_band_values_batch(
 
 /// The band rows of one text, `(key, sketch1, sketch2)`, one per band ([`band_entry`]); none
 /// if it is not indexed. The band-row SQL of a Citus table calls it in `FROM`, where Citus
-/// runs it on the shards (see `_minhash_band_rows_sql` in src/index/sql/build.sql).
+/// runs it on the shards (see `_minhash_band_rows_sql` in src/index/sql/build.sql). (Its
+/// entry point is `_minhash_text_band_rows_wrapper`, as above.)
 #[pg_extern(
     schema = "minhash_internal",
     sql = r#"
@@ -107,7 +110,7 @@ AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 "#,
     requires = ["index_catalog"]
 )]
-fn _minhash_band_rows(
+fn _minhash_text_band_rows(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
     // SAFETY: fcinfo is this call's: a text and the settings, neither NULL (STRICT).
@@ -117,9 +120,51 @@ fn _minhash_band_rows(
             settings_argument(fcinfo, 1),
         )
     };
-    let (keys, sketch) = band_entry(doc, &settings).unwrap_or_default();
+    band_rows(doc, &settings)
+}
+
+/// The band rows of `doc` under `settings`, one per band; none if it is not indexed.
+fn band_rows(
+    doc: &str,
+    settings: &IndexSettings,
+) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
+    let (keys, sketch) = band_entry(doc, settings).unwrap_or_default();
     let [s1, s2] = sketch.map(|w| w as i64);
     TableIterator::new(keys.into_iter().map(move |key| (key, s1, s2)))
+}
+
+/// The library entry point of release 0.2.0's `_minhash_band_values(doc, k, ngram, unit,
+/// bands, rows_per_band)`: kept, with the same arguments, so that a database still on 0.2.0's
+/// SQL objects builds and keeps its indexes with this library until `ALTER EXTENSION
+/// pg_minhash UPDATE` replaces that function (an entry point that read its arguments as this
+/// release's would take an integer for a row and crash the server). No SQL of this release
+/// declares it.
+#[pg_extern(sql = false)]
+fn _minhash_band_values(
+    doc: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> Option<Vec<i64>> {
+    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+    band_entry(doc, &settings).map(band_values)
+}
+
+/// The library entry point of release 0.2.0's `_minhash_band_rows(doc, k, ngram, unit, bands,
+/// rows_per_band)`, kept as [`_minhash_band_values`] is.
+#[pg_extern(sql = false)]
+fn _minhash_band_rows(
+    doc: &str,
+    k: i32,
+    ngram: i32,
+    unit: &str,
+    bands: i32,
+    rows_per_band: i32,
+) -> TableIterator<'static, (name!(key, i64), name!(sketch1, i64), name!(sketch2, i64))> {
+    let settings = IndexSettings::checked(k, ngram, unit, bands, rows_per_band);
+    band_rows(doc, &settings)
 }
 
 /// Internal to the index's SQL: a threshold argument (see [`check_threshold`]), or
