@@ -374,7 +374,7 @@ fn _minhash_sync_triggers(rel: Option<Regclass>, adding: Option<bool>) {
         // change. Citus asks for citus.enable_unsafe_triggers to make triggers on its tables
         // (README, "Scaling out with Citus"), here only.
         args = statement(
-            "SELECT pg_catalog.coalesce(pg_catalog.string_agg(pg_catalog.quote_literal(a), ', '), '')
+            "SELECT coalesce(pg_catalog.string_agg(pg_catalog.quote_literal(a), ', '), '')
              FROM pg_catalog.unnest(minhash_internal._minhash_citus_args($1::pg_catalog.regclass)) a",
             &[rel_arg()],
         )
