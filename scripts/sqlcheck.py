@@ -63,6 +63,10 @@ UNQUALIFIABLE = {
 }
 
 
+# Expressions the grammar spells like calls: unqualified they are syntax, which no role can shadow.
+SYNTAX_NOT_FUNCTIONS = {"coalesce", "greatest", "least", "nullif"}
+
+
 def names(lst):
     return [n["String"]["sval"] for n in lst or [] if "String" in n]
 
@@ -83,6 +87,10 @@ class Checker:
                 fn = names(node["funcname"])
                 if len(fn) < 2:
                     self.report(where, f"unqualified function {'.'.join(fn)}(): write pg_catalog.{fn[-1]}() or @extschema@.{fn[-1]}()")
+                elif fn[-1].lower() in SYNTAX_NOT_FUNCTIONS:
+                    # (the parser reads COALESCE(...) and its kind as expressions, not calls:
+                    # qualified, they name a function that does not exist, 42883 at run time)
+                    self.report(where, f"{'.'.join(fn)}() is no function: {fn[-1].upper()} is syntax, write it unqualified")
             elif node_type == "A_Expr":
                 kind = node.get("kind", "AEXPR_OP")
                 op = names(node.get("name"))
