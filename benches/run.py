@@ -603,8 +603,9 @@ def inserts(rows, pgbench_bin, quick, per_row, t_create):
     # more than the insert, and a real client sends its text as a parameter. Each insert takes
     # the next question in order (a sequence), so every phase inserts new questions, with the
     # corpus's planted near-duplicates (every tenth), and the run is deterministic.
-    # enough for every phase below at up to ~7,000 plain and ~3,500 flagged inserts/s
-    fresh = 80_000 if quick else 450_000
+    # enough for every phase below at up to ~15,000 plain and ~10,000 flagged inserts/s (a run
+    # at ~10,000 plain and ~5,000-7,800 flagged ran out of 450,000 in its sixth phase)
+    fresh = 80_000 if quick else 1_000_000
     psql(f"CREATE TABLE pending AS SELECT g AS n, bench_question(g) AS body "
          f"FROM generate_series({rows + 1}, {rows + fresh}) g; ALTER TABLE pending ADD PRIMARY KEY (n); "
          f"CREATE SEQUENCE questions_next START {rows + 1}")
