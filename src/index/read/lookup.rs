@@ -17,7 +17,7 @@ use pgrx::{PgBuiltInOids, PgOid, PgSqlErrorCode};
 
 use crate::core::capacity;
 use crate::core::fine::{min_equal_slots, Shortlist, FINE_MISS_PROBABILITY};
-use crate::core::jaccard::ShingleSet;
+use crate::core::jaccard::{JaccardProbe, ShingleSet};
 use crate::core::nearest::{keys_suffice, max_differing_bits, Ranked, LOWEST_SCANNED_THRESHOLD};
 use crate::core::sketch::{
     equal_bits, min_equal_bits, BandSketch, BAND_SKETCH_BITS, LOOKUP_SKETCH_MISS_PROBABILITY,
@@ -647,8 +647,7 @@ fn sweep_store(
         trace.to_bar = from_bar;
         return trace;
     };
-    let query_set = ShingleSet::new(doc, cfg.def.settings.shingling, &mut interrupts);
-    let mut candidate = ShingleSet::default();
+    let mut exact = JaccardProbe::new(doc, cfg.def.settings.shingling, &mut interrupts);
     let mut seen: HashSet<Id> = HashSet::new();
     let cap = ranked
         .bar_may_rise()
@@ -684,8 +683,7 @@ fn sweep_store(
                         return;
                     }
                     trace.verified += 1;
-                    candidate.rebuild(text, cfg.def.settings.shingling, &mut interrupts);
-                    let similarity = candidate.jaccard(&query_set);
+                    let similarity = exact.jaccard(text, &mut interrupts);
                     if similarity >= ranked.bar() {
                         ranked.offer(id.clone(), similarity);
                     }
@@ -958,11 +956,9 @@ fn verify(
         });
         return None;
     }
-    let query_set = ShingleSet::new(doc, cfg.def.settings.shingling, &mut interrupts);
-    let mut candidate = ShingleSet::default();
+    let mut exact = JaccardProbe::new(doc, cfg.def.settings.shingling, &mut interrupts);
     let mut verify = |id: &Id, text: &str| {
-        candidate.rebuild(text, cfg.def.settings.shingling, &mut interrupts);
-        let similarity = candidate.jaccard(&query_set);
+        let similarity = exact.jaccard(text, &mut interrupts);
         if similarity >= ranked.bar() {
             ranked.offer(id.clone(), similarity);
         }

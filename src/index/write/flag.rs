@@ -12,7 +12,7 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 use pgrx::{PgBuiltInOids, PgLogLevel, PgOid, PgSqlErrorCode};
 
-use crate::core::jaccard::ShingleSet;
+use crate::core::jaccard::JaccardProbe;
 use crate::core::params::{check_threshold, float8_text};
 use crate::core::sketch::{equal_bits, min_equal_bits, BandSketch, LOOKUP_SKETCH_MISS_PROBABILITY};
 use crate::pg::backend::interrupts;
@@ -93,8 +93,7 @@ fn conflicts(
         threshold,
         LOOKUP_SKETCH_MISS_PROBABILITY,
     );
-    let query_set = ShingleSet::new(doc, cfg.def.settings.shingling, &mut interrupts);
-    let mut candidate = ShingleSet::default();
+    let mut exact = JaccardProbe::new(doc, cfg.def.settings.shingling, &mut interrupts);
     // a writer found done with its check once (see `checking::wait_for`)
     let mut done_checking = None;
     loop {
@@ -117,8 +116,7 @@ fn conflicts(
         let mut versions = Vec::new();
         for row_index in row_indexes {
             row_index.fetch_dirty(&cfg.def.text, &ids, |id, text, state| {
-                candidate.rebuild(text, cfg.def.settings.shingling, &mut interrupts);
-                let similarity = candidate.jaccard(&query_set);
+                let similarity = exact.jaccard(text, &mut interrupts);
                 versions.push((id.clone(), similarity, state));
             });
         }
