@@ -277,6 +277,9 @@ impl ShingleSet {
 /// text (and a query this long) is verified through [`ShingleSet`], which needs less memory
 /// per shingle.
 const PROBE_MAX_SHINGLES: usize = 1 << 16;
+/// Bytes of a normalized text [`JaccardProbe`] walks the shingles of (a text of more has more
+/// than [`PROBE_MAX_SHINGLES`] shingles unless its words are long).
+const PROBE_MAX_BYTES: usize = 16 * PROBE_MAX_SHINGLES;
 
 /// A text's distinct shingles, held for verifying many candidate texts against it one after
 /// another (a lookup's candidates, a duplicate check's): [`JaccardProbe::jaccard`] is
@@ -424,6 +427,11 @@ impl JaccardProbe {
     ) -> Result<bool, CapacityError> {
         let shingling = self.shingling;
         let ascii = normalize_into(doc, &mut self.norm, check_interrupts)?;
+        // (a text this long goes to the sorted sets before its shingles are walked: the walk
+        // below stops counting, not walking, at the limit, and checks no interrupts)
+        if self.norm.len() > PROBE_MAX_BYTES {
+            return Ok(false);
+        }
         let bytes = self.norm.as_bytes();
         self.hashes.clear();
         self.spans.clear();
@@ -881,6 +889,17 @@ mod tests {
             long,
             longer,
         ];
+        // a text past the bytes a probe walks, in words: to the sorted sets, either way round
+        let words1 = words(1);
+        let huge = "lorem ipsum dolor ".repeat(PROBE_MAX_BYTES / 18 + 1);
+        for (a, b) in [(&docs[2], &huge), (&huge, &docs[2])] {
+            assert_eq!(
+                JaccardProbe::new(a, words1, &mut || {})
+                    .jaccard(b, &mut || {})
+                    .to_bits(),
+                jaccard(b, a, words1).to_bits()
+            );
+        }
         for a in &docs {
             let mut probe = JaccardProbe::new(a, chars, &mut || {});
             probe.generation = u32::MAX - 2;
