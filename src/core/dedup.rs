@@ -19,7 +19,7 @@
 //! a budget where it can be (see [`Corpus::spill_to`]): `k / 2 + 16` bytes per distinct text (its
 //! sketch, first row and text offset) and 16 per further copy stay in memory; the texts and
 //! their band keys (`8 * bands` bytes) go to temporary files once they pass half the budget;
-//! the bands searched at once and the cache of shingle sets share what is left.
+//! the bands searched at once and the failed pairs remembered share what is left.
 
 use std::cmp::Reverse;
 use std::collections::hash_map::RandomState;
@@ -33,11 +33,12 @@ use super::capacity::{
     filled, push, reserve, reserve_map, reserve_set, return_freed_memory, CapacityError,
 };
 use super::components::SharedUnionFind;
-use super::jaccard::{ShingleSet, SHINGLE_CACHE_BYTES};
+use super::jaccard::JaccardProbe;
 use super::parallel;
 use super::params::{Banding, ClusterMode, Shingling};
 use super::signature::{Signer, EMPTY_SLOT};
 use super::sketch::{binomial_lower_quantile, SEARCH_SKETCH_MISS_PROBABILITY};
+use super::slots::{Kernel, SketchForm};
 use super::sort::{sort_by, sort_by_key_in_place};
 use super::spill::{Column, SpillDir};
 
@@ -68,45 +69,6 @@ pub fn min_sketch_matches(k: usize, threshold: f64, miss: f64) -> usize {
     binomial_lower_quantile(k, threshold, miss)
 }
 
-/// How a text's sketch holds each slot of its signature.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum SketchForm {
-    /// The slot's low byte: slot `i` is byte `i`.
-    #[default]
-    Bytes,
-    /// The slot's low 4 bits: slot `2i` in the low half of byte `i`, `2i + 1` in its high half.
-    Nibbles,
-}
-
-impl SketchForm {
-    /// Bytes of a sketch of `k` slots.
-    fn len(self, k: usize) -> usize {
-        match self {
-            SketchForm::Bytes => k,
-            SketchForm::Nibbles => k.div_ceil(2),
-        }
-    }
-
-    /// Equal slots of two sketches (with `wide`, which [`wide_compares`] must have allowed, 64
-    /// bytes per compare instruction). Nibbles count the padding half of an odd `k` as equal.
-    #[inline]
-    fn equal(self, a: &[u8], b: &[u8], wide: bool) -> usize {
-        #[cfg(target_arch = "x86_64")]
-        if wide {
-            // SAFETY: `wide` says the CPU has AVX-512 F and BW.
-            return unsafe { equal_avx512(self, a, b) };
-        }
-        let _ = wide;
-        let pairs = a.iter().zip(b).map(|(p, q)| p ^ q);
-        match self {
-            SketchForm::Bytes => pairs.filter(|&x| x == 0).count(),
-            SketchForm::Nibbles => pairs
-                .map(|x| usize::from(x & 0x0F == 0) + usize::from(x & 0xF0 == 0))
-                .sum(),
-        }
-    }
-}
-
 /// Sketch bytes past which a search's sketches take 4 bits per slot: a quarter of its budget.
 fn packs_sketches(sketch_bytes: usize, budget: usize) -> bool {
     sketch_bytes > budget / 4
@@ -120,6 +82,8 @@ pub struct Corpus {
     /// nibbles the padding half of an odd `k`, which is always equal.
     min_matches: usize,
     form: SketchForm,
+    /// The instructions sketches are compared with on this CPU.
+    kernel: Kernel,
     /// Distinct texts, concatenated; `ends[t]` is where text `t` ends.
     text: Column,
     ends: Vec<u64>,
@@ -207,6 +171,7 @@ impl Corpus {
                 SEARCH_SKETCH_MISS_PROBABILITY,
             ),
             form: SketchForm::Bytes,
+            kernel: Kernel::detect(),
             text: Column::default(),
             ends: Vec::new(),
             keys: (0..search.banding.bands)
@@ -229,7 +194,7 @@ impl Corpus {
     /// pass half of it, they move to temporary files of `dir`, the keys first, the texts past a
     /// quarter of it (see
     /// [`Corpus::keep_within_budget`]), and are read back from there;
-    /// the bands searched at once and the cache of shingle sets are sized to what the budget
+    /// the bands searched at once and the failed pairs remembered are sized to what the budget
     /// leaves. What stays in memory whatever the budget is the sketch, first row and text
     /// offset of each distinct text, the copies, and one band's sort of the texts by key.
     /// `spilled` is called as they move.
@@ -351,7 +316,7 @@ impl Corpus {
     }
 
     /// The budget left for the search once the rows are held: what the bands searched at once
-    /// and the cache of shingle sets may take.
+    /// and the failed pairs remembered may take.
     fn budget_left(&self) -> usize {
         self.budget
             .saturating_sub(self.budget / UNCOUNTED_SHARE)
@@ -375,25 +340,18 @@ impl Corpus {
     }
 
     /// Threads the bands are searched on: the search's, fewer if the budget left holds fewer
-    /// bands' sorts (and the shingle cache's least), one at the least.
+    /// bands' sorts (and the failed pairs' least), one at the least.
     fn band_threads(&self) -> usize {
-        let room = self.budget_left().saturating_sub(MIN_SHINGLE_CACHE);
+        let room = self.budget_left().saturating_sub(MIN_PAIR_ROOM);
         (room / self.band_sort_bytes().max(1)).clamp(1, self.search.threads.max(1))
     }
 
-    /// What the budget gives, once `threads` bands' sorts are held, to the shingle cache
-    /// (half, within its least and most) and to the failed pairs (the rest), in bytes.
-    fn search_memory(&self, threads: usize) -> (usize, usize) {
-        let left = self
-            .budget_left()
-            .saturating_sub(threads * self.band_sort_bytes());
-        let cache = (left / 2).clamp(MIN_SHINGLE_CACHE, SHINGLE_CACHE_BYTES);
-        (cache, left.saturating_sub(cache))
-    }
-
-    /// The shingle cache's budget once `threads` bands' sorts are held.
-    fn shingle_cache_bytes(&self, threads: usize) -> usize {
-        self.search_memory(threads).0
+    /// What the budget gives the failed pairs remembered once `threads` bands' sorts are
+    /// held, in bytes (at least [`MIN_PAIR_ROOM`]).
+    fn pair_room(&self, threads: usize) -> usize {
+        self.budget_left()
+            .saturating_sub(threads * self.band_sort_bytes())
+            .max(MIN_PAIR_ROOM)
     }
 
     /// Has `report(bands done, bands)` called as the bands of [`Corpus::duplicates`] and
@@ -629,8 +587,7 @@ impl Corpus {
         let bands = self.search.banding.bands;
         let parts = self.band_parts();
         let threads = self.band_threads();
-        let (cache, room) = self.search_memory(threads);
-        let looked = PairSet::new(room);
+        let looked = PairSet::new(self.pair_room(threads));
         let progress = self.progress;
         parallel::run(
             threads,
@@ -641,7 +598,7 @@ impl Corpus {
                     report(done, bands);
                 }
             },
-            || BandWork::new(cache / threads, &looked),
+            || BandWork::new(&looked),
             |work, band, check| {
                 let mut order = std::mem::take(&mut work.order);
                 let mut out = T::default();
@@ -721,10 +678,10 @@ impl Corpus {
     #[inline]
     fn sketches_agree(&self, x: usize, y: usize) -> bool {
         let len = self.form.len(self.search.k);
-        self.form.equal(
+        self.kernel.equal(
+            self.form,
             &self.sketch[x * len..][..len],
             &self.sketch[y * len..][..len],
-            false,
         ) >= self.min_matches()
     }
 
@@ -885,7 +842,7 @@ impl Corpus {
         self.finish_loading()?;
         let mut buckets = BucketIndex::try_new(&self, check_interrupts)?;
         self.keys = Vec::new();
-        let mut sets = SetCache::new(self.shingle_cache_bytes(1));
+        let mut sets = Verifier::new();
         let mut kept_by = filled(n, NONE, CORPUS)?;
         let mut countdown = Countdown::new();
         for t in 0..n {
@@ -1330,10 +1287,9 @@ struct Bucket {
     /// Sketch bytes, `k` per text.
     sketch: Vec<u8>,
     k: usize,
-    /// How the sketches hold a slot, and whether the CPU compares 64 bytes at once (see
-    /// [`SketchForm::equal`]).
+    /// How the sketches hold a slot, and the instructions that compare them.
     form: SketchForm,
-    wide: bool,
+    kernel: Kernel,
     /// The positions [`Bucket::agreeing`] found last.
     agree: Vec<u32>,
 }
@@ -1360,7 +1316,7 @@ impl Bucket {
             self.sketch
                 .extend_from_slice(&corpus.sketch[t as usize * k..][..k]);
         }
-        (self.k, self.form, self.wide) = (k, corpus.form, wide_compares());
+        (self.k, self.form, self.kernel) = (k, corpus.form, corpus.kernel);
         Ok(())
     }
 
@@ -1379,29 +1335,15 @@ impl Bucket {
             &self.sketch[j * k..][..k],
             &self.sketch[range.start * k..range.end * k],
         );
-        #[cfg(target_arch = "x86_64")]
-        if self.wide {
-            // SAFETY: `wide` says the CPU has AVX-512 F and BW; `agree` has room for every
-            // position of the bucket (`gather`).
-            unsafe {
-                agreeing_avx512(
-                    self.form,
-                    probe,
-                    rows,
-                    min_matches,
-                    range.start,
-                    &mut self.agree,
-                )
-            };
-        }
-        if !self.wide {
-            for (n, row) in rows.chunks_exact(k).enumerate() {
-                if self.form.equal(probe, row, false) >= min_matches {
-                    // (within the room `gather` reserved)
-                    self.agree.push((range.start + n) as u32);
-                }
-            }
-        }
+        // (within the room `gather` reserved in `agree`)
+        self.kernel.agreeing(
+            self.form,
+            probe,
+            rows,
+            min_matches,
+            range.start,
+            &mut self.agree,
+        );
         &self.agree
     }
 }
@@ -1427,77 +1369,14 @@ fn prefetch<T>(data: &[T]) {
     let _ = data;
 }
 
-/// Whether [`SketchForm::equal`] may take its AVX-512 path on this CPU.
-fn wide_compares() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// The positions `first + n` of the rows `rows` (sketches of `probe.len()` bytes side by side,
-/// in `form`) that agree with `probe` on at least `min_matches` slots, appended to `out`, which
-/// must have room for them.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
-fn agreeing_avx512(
-    form: SketchForm,
-    probe: &[u8],
-    rows: &[u8],
-    min_matches: usize,
-    first: usize,
-    out: &mut Vec<u32>,
-) {
-    for (n, row) in rows.chunks_exact(probe.len()).enumerate() {
-        if equal_avx512(form, probe, row) >= min_matches {
-            out.push((first + n) as u32);
-        }
-    }
-}
-
-/// [`SketchForm::equal`] 64 bytes at a time.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
-#[inline]
-fn equal_avx512(form: SketchForm, a: &[u8], b: &[u8]) -> usize {
-    use super::simd::load_64;
-    use std::arch::x86_64::{
-        _mm512_and_si512, _mm512_mask_cmpeq_epi8_mask, _mm512_set1_epi8, _mm512_setzero_si512,
-        _mm512_xor_si512,
-    };
-    let (low, high, zero) = (
-        _mm512_set1_epi8(0x0F),
-        _mm512_set1_epi8(0xF0u8 as i8),
-        _mm512_setzero_si512(),
-    );
-    let mut count = 0;
-    for at in (0..a.len().min(b.len())).step_by(64) {
-        let ((x, valid), (y, _)) = (load_64(a, at), load_64(b, at));
-        count += match form {
-            SketchForm::Bytes => _mm512_mask_cmpeq_epi8_mask(valid, x, y).count_ones(),
-            SketchForm::Nibbles => {
-                let differ = _mm512_xor_si512(x, y);
-                let lows = _mm512_mask_cmpeq_epi8_mask(valid, _mm512_and_si512(differ, low), zero);
-                let highs =
-                    _mm512_mask_cmpeq_epi8_mask(valid, _mm512_and_si512(differ, high), zero);
-                lows.count_ones() + highs.count_ones()
-            }
-        } as usize;
-    }
-    count
-}
-
 /// What one thread of a bucket pass keeps from bucket to bucket (see
-/// [`Corpus::for_each_bucket`]): the band's texts by key, the bucket being decided, the shingle
-/// sets built so far (shared by the threads), and for clustering the groups of a bucket.
+/// [`Corpus::for_each_bucket`]): the band's texts by key, the bucket being decided, its
+/// verification, and for clustering the groups of a bucket.
 struct BandWork<'a> {
     order: Vec<(u64, u32)>,
     near: Bucket,
-    /// This thread's own shingle sets: what it frees as its cache starts over, it allocates
-    /// again (a cache shared by the threads left each thread's allocator arena holding what
-    /// another thread's sets had taken, hundreds of megabytes at 10,000,000 rows).
-    sets: SetCache,
+    /// This thread's exact verification.
+    sets: Verifier,
     /// The pairs found, and the pairs verified and failed while the budget holds them: a pair
     /// sharing several bands is looked at in one.
     looked: &'a PairSet,
@@ -1506,11 +1385,11 @@ struct BandWork<'a> {
 }
 
 impl BandWork<'_> {
-    fn new(cache: usize, looked: &PairSet) -> BandWork<'_> {
+    fn new(looked: &PairSet) -> BandWork<'_> {
         BandWork {
             order: Vec::new(),
             near: Bucket::default(),
-            sets: SetCache::new(cache),
+            sets: Verifier::new(),
             looked,
             groups: None,
             countdown: Countdown::new(),
@@ -1518,8 +1397,8 @@ impl BandWork<'_> {
     }
 }
 
-/// The least the cache of shingle sets gets, whatever the budget.
-const MIN_SHINGLE_CACHE: usize = 16 << 20;
+/// The least the failed pairs remembered get, whatever the budget.
+const MIN_PAIR_ROOM: usize = 16 << 20;
 
 /// Bytes of sorted texts a band holds at once while the search holds more texts than that
 /// (see [`Corpus::band_parts`]); sorting a part this size takes a few hundred milliseconds.
@@ -1616,62 +1495,30 @@ impl PairSet {
     }
 }
 
-/// Shingle sets of the texts one thread verifies: each set is built once while they fit
-/// `budget` bytes; when the next one does not, the cache starts over. Each thread has its own
-/// (see [`BandWork::sets`]), so it takes no lock.
-struct SetCache {
-    sets: HashMap<u32, ShingleSet>,
-    bytes: usize,
-    budget: usize,
+/// Exact verification of pairs of texts, one thread's: through the probe of one text of the
+/// pair (`core::jaccard::JaccardProbe`: its distinct shingles in a hash table), which hashes
+/// the other's shingles and looks them up, sorting nothing of it. The probe is kept for the
+/// next pair: a bucket pass compares one text with its candidates in turn, and a keep-one
+/// group compares its kept text with every text of its buckets. (A cache of each text's sorted
+/// shingle set cost more: at 4,000,000 rows the budget left it too little room, and building a
+/// set sorts it.)
+struct Verifier {
     /// A text read back from the file the texts moved to.
     text: Vec<u8>,
+    /// The probe of the text last verified through one, and that text.
+    probe: Option<(u32, JaccardProbe)>,
 }
 
-impl SetCache {
-    fn new(budget: usize) -> SetCache {
-        SetCache {
-            sets: HashMap::new(),
-            bytes: 0,
-            budget,
+impl Verifier {
+    fn new() -> Verifier {
+        Verifier {
             text: Vec::new(),
+            probe: None,
         }
     }
 
-    /// Has the set of text `t` in the cache, built if it is not, the cache started over first
-    /// if it is full.
-    fn cache(
-        &mut self,
-        corpus: &Corpus,
-        t: usize,
-        shingling: Shingling,
-        check: &mut dyn FnMut(),
-    ) -> Result<(), CapacityError> {
-        if self.sets.contains_key(&(t as u32)) {
-            return Ok(());
-        }
-        let set = Self::build(corpus, t, shingling, &mut self.text, check)?;
-        let size = set.heap_bytes() + std::mem::size_of::<(u32, ShingleSet)>();
-        if self.bytes + size > self.budget {
-            // (the map keeps its places for the sets that come next)
-            self.sets.clear();
-            self.bytes = 0;
-        }
-        reserve_map(&mut self.sets, 1, CORPUS)?;
-        self.bytes += size;
-        self.sets.insert(t as u32, set);
-        Ok(())
-    }
-
-    fn build(
-        corpus: &Corpus,
-        t: usize,
-        shingling: Shingling,
-        scratch: &mut Vec<u8>,
-        check: &mut dyn FnMut(),
-    ) -> Result<ShingleSet, CapacityError> {
-        ShingleSet::try_new(corpus.text_of(t, scratch)?, shingling, check)
-    }
-
+    /// The exact Jaccard similarity of texts `x` and `y`, through the probe of `x` if it is
+    /// the one held, else of `y`.
     fn jaccard(
         &mut self,
         corpus: &Corpus,
@@ -1680,17 +1527,24 @@ impl SetCache {
         shingling: Shingling,
         check: &mut dyn FnMut(),
     ) -> Result<f64, CapacityError> {
-        self.cache(corpus, x, shingling, check)?;
-        self.cache(corpus, y, shingling, check)?;
-        match self.sets.get(&(x as u32)) {
-            Some(a) => Ok(a.jaccard(&self.sets[&(y as u32)])),
-            // (y's set started the cache over: two sets larger together than the cache, so
-            // x's is built for this pair alone)
-            None => {
-                let a = Self::build(corpus, x, shingling, &mut self.text, check)?;
-                Ok(a.jaccard(&self.sets[&(y as u32)]))
+        let (of, other) = match self.probe {
+            Some((t, _)) if t == x as u32 => (x, y),
+            _ => (y, x),
+        };
+        let probe = match &mut self.probe {
+            Some((t, probe)) if *t == of as u32 => probe,
+            Some((t, probe)) => {
+                probe.try_reset(corpus.text_of(of, &mut self.text)?, check)?;
+                *t = of as u32;
+                probe
             }
-        }
+            None => {
+                let text = corpus.text_of(of, &mut self.text)?;
+                let probe = JaccardProbe::try_new(text, shingling, check)?;
+                &mut self.probe.insert((of as u32, probe)).1
+            }
+        };
+        probe.try_jaccard(corpus.text_of(other, &mut self.text)?, check)
     }
 }
 
@@ -2078,7 +1932,7 @@ mod tests {
             assert_eq!(corpus.held_bytes(), 0);
             assert_eq!(corpus.band_parts(), 16);
             assert_eq!(corpus.band_threads(), 1);
-            assert_eq!(corpus.shingle_cache_bytes(1), MIN_SHINGLE_CACHE);
+            assert_eq!(corpus.pair_room(1), MIN_PAIR_ROOM);
             let pairs: Vec<_> = corpus.duplicates(|| {}).unwrap().collect();
             let expected: Vec<_> = in_memory.duplicates(|| {}).unwrap().collect();
             assert!(expected.len() > 1000, "{} pairs", expected.len());
@@ -2176,39 +2030,6 @@ mod tests {
 
     /// The bound never drops more pairs at the threshold than it says, in a simulation at a
     /// loose miss rate (the quantile itself is checked in `sketch`).
-    #[test]
-    fn slots_are_counted_alike_on_every_path() {
-        let mut rng = Rng(17);
-        for len in (1..200).chain([64, 128, 129]) {
-            let a: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
-            // about half the nibbles equal
-            let b: Vec<u8> = a
-                .iter()
-                .map(|&x| match rng.below(4) {
-                    0 => x,
-                    1 => x ^ 0x10,
-                    2 => x ^ 0x01,
-                    _ => !x,
-                })
-                .collect();
-            let expected: usize = a
-                .iter()
-                .zip(&b)
-                .map(|(p, q)| usize::from(p & 15 == q & 15) + usize::from(p >> 4 == q >> 4))
-                .sum();
-            let bytes = a.iter().zip(&b).filter(|(p, q)| p == q).count();
-            for wide in [false, wide_compares()] {
-                assert_eq!(
-                    SketchForm::Nibbles.equal(&a, &b, wide),
-                    expected,
-                    "len {len}"
-                );
-                assert_eq!(SketchForm::Bytes.equal(&a, &b, wide), bytes, "len {len}");
-                assert_eq!(SketchForm::Nibbles.equal(&a, &a, wide), 2 * len);
-            }
-        }
-    }
-
     #[test]
     fn sketch_bound_holds_at_the_threshold() {
         assert_eq!(min_sketch_matches(128, 1.0, 1e-9), 128);

@@ -17,6 +17,9 @@
 use super::capacity::reserve;
 use super::hash::splitmix64;
 use super::sketch::binomial_lower_quantile;
+use super::slots::zero_nibbles;
+#[cfg(target_arch = "x86_64")]
+use super::slots::zero_nibbles_avx2;
 
 /// Signature slots a fine sketch is made of.
 pub const FINE_SLOTS: usize = 128;
@@ -47,12 +50,10 @@ pub fn fine_sketch(signature: &[u32]) -> FineSketch {
 pub fn equal_slots(a: &FineSketch, b: &FineSketch) -> u32 {
     let mut equal = 0;
     for (wa, wb) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let x = u64::from_le_bytes(wa.try_into().expect("8 bytes"))
-            ^ u64::from_le_bytes(wb.try_into().expect("8 bytes"));
-        // one bit per nibble that differs anywhere
-        let mut y = x | (x >> 1);
-        y |= y >> 2;
-        equal += 16 - (y & 0x1111_1111_1111_1111).count_ones();
+        equal += zero_nibbles(
+            u64::from_le_bytes(wa.try_into().expect("8 bytes"))
+                ^ u64::from_le_bytes(wb.try_into().expect("8 bytes")),
+        );
     }
     equal
 }
@@ -90,9 +91,6 @@ fn equal_slots_avx2(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8>) {
     unsafe {
         let p0 = _mm256_loadu_si256(probe.as_ptr().cast());
         let p1 = _mm256_loadu_si256(probe.as_ptr().add(32).cast());
-        let low = _mm256_set1_epi8(0x0f);
-        let high = _mm256_set1_epi8(0xf0u8 as i8);
-        let zero = _mm256_setzero_si256();
         reserve(
             counts,
             sketches.len() / FINE_BYTES,
@@ -108,14 +106,8 @@ fn equal_slots_avx2(probe: &FineSketch, sketches: &[u8], counts: &mut Vec<u8>) {
             );
             let x0 = _mm256_xor_si256(_mm256_loadu_si256(s.as_ptr().cast()), p0);
             let x1 = _mm256_xor_si256(_mm256_loadu_si256(s.as_ptr().add(32).cast()), p1);
-            // the bytes whose low (high) nibble is 0 after XOR: equal slots
-            let lo0 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x0, low), zero));
-            let hi0 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x0, high), zero));
-            let lo1 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x1, low), zero));
-            let hi1 = _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(x1, high), zero));
-            let equal = (((lo0 as u32 as u64) << 32) | hi0 as u32 as u64).count_ones()
-                + (((lo1 as u32 as u64) << 32) | hi1 as u32 as u64).count_ones();
-            counts.push(equal as u8);
+            // the nibbles that are 0 after XOR: equal slots
+            counts.push((zero_nibbles_avx2(x0) + zero_nibbles_avx2(x1)) as u8);
         }
     }
 }

@@ -342,30 +342,10 @@ impl JaccardProbe {
         shingling: Shingling,
         check_interrupts: &mut dyn FnMut(),
     ) -> Result<JaccardProbe, CapacityError> {
-        let query = ShingleSet::try_new(doc, shingling, check_interrupts)?;
-        let mut table = Vec::new();
-        if query.len() <= PROBE_MAX_SHINGLES {
-            let bits = table_bits(query.len());
-            reserve(&mut table, 1 << bits, "the shingles of a lookup's text")?;
-            table.resize(1 << bits, Place::default());
-            let mask = table.len() - 1;
-            for &(hash, start, end) in &query.items {
-                let mut at = home(hash, bits);
-                while table[at].end != 0 {
-                    at = (at + 1) & mask;
-                }
-                table[at] = Place {
-                    generation: 0,
-                    hash,
-                    start,
-                    end,
-                };
-            }
-        }
-        Ok(JaccardProbe {
+        let mut probe = JaccardProbe {
             shingling,
-            query,
-            table,
+            query: ShingleSet::default(),
+            table: Vec::new(),
             norm: String::new(),
             hashes: Vec::new(),
             spans: Vec::new(),
@@ -373,7 +353,43 @@ impl JaccardProbe {
             generation: 0,
             max_steps_per_shingle: 8,
             fallback: ShingleSet::default(),
-        })
+        };
+        probe.try_reset(doc, check_interrupts)?;
+        Ok(probe)
+    }
+
+    /// Makes this the probe of `doc` (shingled alike), keeping the memory it has.
+    pub fn try_reset(
+        &mut self,
+        doc: &str,
+        check_interrupts: &mut dyn FnMut(),
+    ) -> Result<(), CapacityError> {
+        self.query
+            .try_rebuild(doc, self.shingling, check_interrupts)?;
+        self.table.clear();
+        if self.query.len() <= PROBE_MAX_SHINGLES {
+            let bits = table_bits(self.query.len());
+            reserve(
+                &mut self.table,
+                1 << bits,
+                "the shingles of a lookup's text",
+            )?;
+            self.table.resize(1 << bits, Place::default());
+            let mask = self.table.len() - 1;
+            for &(hash, start, end) in &self.query.items {
+                let mut at = home(hash, bits);
+                while self.table[at].end != 0 {
+                    at = (at + 1) & mask;
+                }
+                self.table[at] = Place {
+                    generation: 0,
+                    hash,
+                    start,
+                    end,
+                };
+            }
+        }
+        Ok(())
     }
 
     /// [`JaccardProbe::try_new`], reporting an error through [`CapacityError::fail`].

@@ -21,6 +21,7 @@ pub mod shingle;
 pub mod signature;
 mod simd;
 pub mod sketch;
+pub mod slots;
 pub mod sort;
 pub mod spill;
 
