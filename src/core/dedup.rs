@@ -863,7 +863,7 @@ impl Corpus {
                     }
                     let joins = !buckets.share_earlier_band(t, u, band)
                         && self.sketches_agree(t, u)
-                        && sets.jaccard(&self, t, u, shingling, check_interrupts)? >= threshold;
+                        && sets.jaccard(&self, u, t, shingling, check_interrupts)? >= threshold;
                     if joins {
                         kept_by[u] = t as u32;
                     } else {
@@ -1518,7 +1518,8 @@ impl Verifier {
     }
 
     /// The exact Jaccard similarity of texts `x` and `y`, through the probe of `x` if it is
-    /// the one held, else of `y`.
+    /// the one held, else of `y`: `y` is the text the next pairs are to share (a bucket pass's
+    /// text compared with its candidates, a keep-one group's kept text).
     fn jaccard(
         &mut self,
         corpus: &Corpus,
